@@ -1,0 +1,65 @@
+// The exact k-nearest-neighbour interface every backend (CPU, GPU) implements.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fm/core/types.h"
+
+namespace fm::core {
+
+enum class Metric {
+  kL2Squared,     // ||q - c||^2, smaller is nearer
+  kInnerProduct,  // reported as -<q, c> so that smaller is nearer
+  kCosine,        // 1 - cos(q, c)
+  kPearson,       // 1 - Pearson correlation (cosine of the mean-centred vectors)
+};
+const char* MetricName(Metric m);
+Metric ParseMetric(const std::string& name);  // throws std::invalid_argument
+
+struct KnnParams {
+  int64_t k = 2;                   // neighbours per query; k > corpus size pads with -1 / +inf
+  Metric metric = Metric::kL2Squared;
+  int threads = 0;                 // CPU threads; 0 = all hardware threads
+
+  bool Check(std::string* why) const;
+};
+
+// Sorted neighbours per query: row q holds k (distance, index) pairs, ascending by distance,
+// ties to the lower index, NaN last, missing slots index -1 and distance +inf.
+struct KnnResult {
+  int64_t rows = 0;
+  int64_t k = 0;
+  std::vector<float> distances;  // rows * k
+  std::vector<int64_t> indices;  // rows * k
+
+  float distance(int64_t q, int64_t j) const { return distances[q * k + j]; }
+  int64_t index(int64_t q, int64_t j) const { return indices[q * k + j]; }
+};
+
+class KnnBackend {
+ public:
+  virtual ~KnnBackend() = default;
+  // Short name of the backend ("cpu", "gpu") and a longer description (device, threads).
+  virtual std::string name() const = 0;
+  virtual std::string description() const = 0;
+  // Exact k nearest neighbours of each query row among the corpus rows. Throws
+  // std::invalid_argument for k <= 0, dimension or type mismatch, or an empty query dimension.
+  virtual KnnResult Search(const DescriptorMatrix& queries, const DescriptorMatrix& corpus,
+                           const KnnParams& params) = 0;
+};
+
+// Checks the arguments every backend rejects the same way (throws std::invalid_argument).
+void CheckKnnArguments(const DescriptorMatrix& queries, const DescriptorMatrix& corpus,
+                       const KnnParams& params);
+
+// The multi-threaded CPU backend (BLAS GEMM + per-row selection).
+std::unique_ptr<KnnBackend> CreateCpuKnnBackend();
+
+// Brute-force reference: double-precision distances, full sort. Slow; for tests.
+KnnResult BruteForceKnn(const DescriptorMatrix& queries, const DescriptorMatrix& corpus,
+                        const KnnParams& params);
+
+}  // namespace fm::core

@@ -1,0 +1,34 @@
+// Feature extraction with OpenCV SIFT (and RootSIFT).
+#pragma once
+
+#include <opencv2/core.hpp>
+#include <string>
+
+#include "fm/core/types.h"
+
+namespace fm::matcher {
+
+struct SiftOptions {
+  int max_features = 0;              // keep the best N by response; 0 = all
+  int octave_layers = 3;             // layers per octave
+  double contrast_threshold = 0.04;  // larger = fewer, stronger features
+  double edge_threshold = 10;        // larger = more edge-like features kept
+  double sigma = 1.6;                // Gaussian of the input octave
+  bool root_sift = false;            // RootSIFT: L1-normalise, square root (float descriptors)
+  int max_image_size = 0;            // downscale so the longer side is at most this; 0 = never
+
+  bool Check(std::string* why) const;
+  std::string ToJson() const;  // the settings, as stored with extracted features
+};
+
+// Extracts SIFT features from an 8-bit image (grayscale or BGR). Descriptors are uint8 (SIFT's
+// own 0..255 values) or float32 for RootSIFT. Keypoints are in the coordinates of `image` (even
+// when max_image_size downscales it). `mask` (optional, 8-bit, same size) limits detection.
+// An image with no features gives empty Features (not an error).
+core::Features ExtractFeatures(const cv::Mat& image, const SiftOptions& options,
+                               const cv::Mat& mask = cv::Mat());
+
+// RootSIFT of uint8 SIFT descriptors (Arandjelovic & Zisserman 2012): L1 normalise, sqrt.
+core::DescriptorMatrix ToRootSift(const core::DescriptorMatrix& sift);
+
+}  // namespace fm::matcher

@@ -1,0 +1,227 @@
+// CPU kNN backend against the brute-force reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "fm/core/knn.h"
+
+namespace fm::core {
+namespace {
+
+DescriptorMatrix RandomU8(int64_t rows, int32_t dim, uint32_t seed, int max_value = 255) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> u(0, max_value);
+  DescriptorMatrix m(DescriptorType::kUint8, rows, dim);
+  for (std::size_t i = 0; i < m.size_bytes(); ++i) m.u8()[i] = static_cast<uint8_t>(u(rng));
+  return m;
+}
+
+DescriptorMatrix RandomF32(int64_t rows, int32_t dim, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.f, 1.f);
+  DescriptorMatrix m(DescriptorType::kFloat32, rows, dim);
+  for (int64_t i = 0; i < rows * dim; ++i) m.f32()[i] = g(rng);
+  return m;
+}
+
+// Exact equality of neighbours and distances (uint8 L2 distances are exact integers).
+void ExpectSame(const KnnResult& got, const KnnResult& want) {
+  ASSERT_EQ(got.rows, want.rows);
+  ASSERT_EQ(got.k, want.k);
+  for (int64_t q = 0; q < got.rows; ++q)
+    for (int64_t j = 0; j < got.k; ++j) {
+      ASSERT_EQ(got.index(q, j), want.index(q, j)) << "query " << q << " slot " << j;
+      const float a = got.distance(q, j), b = want.distance(q, j);
+      if (std::isnan(b)) {
+        ASSERT_TRUE(std::isnan(a)) << "query " << q << " slot " << j;
+      } else {
+        ASSERT_EQ(a, b) << "query " << q << " slot " << j;
+      }
+    }
+}
+
+struct Shape {
+  int64_t nq, n;
+  int32_t dim;
+  int64_t k;
+};
+
+class CpuKnnExact : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(CpuKnnExact, MatchesBruteForceOnUint8) {
+  const Shape s = GetParam();
+  auto q = RandomU8(s.nq, s.dim, 1);
+  auto c = RandomU8(s.n, s.dim, 2);
+  KnnParams p;
+  p.k = s.k;
+  auto backend = CreateCpuKnnBackend();
+  ExpectSame(backend->Search(q, c, p), BruteForceKnn(q, c, p));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CpuKnnExact,
+    ::testing::Values(Shape{1, 1, 128, 1}, Shape{5, 1, 128, 3}, Shape{100, 7, 128, 7},
+                      Shape{100, 7, 128, 10}, Shape{300, 2500, 128, 2}, Shape{70, 1500, 128, 17},
+                      Shape{130, 3000, 128, 100}, Shape{64, 1100, 32, 1024},
+                      Shape{3, 5000, 128, 2048}, Shape{200, 1029, 13, 5}));
+
+TEST(CpuKnn, TiesGoToTheLowerIndex) {
+  // Few distinct values: many equal distances.
+  auto q = RandomU8(200, 8, 3, 1);
+  auto c = RandomU8(3000, 8, 4, 1);
+  for (int64_t k : {1, 2, 20, 40}) {
+    KnnParams p;
+    p.k = k;
+    ExpectSame(CreateCpuKnnBackend()->Search(q, c, p), BruteForceKnn(q, c, p));
+  }
+}
+
+TEST(CpuKnn, DuplicateCorpusRows) {
+  auto c = RandomU8(50, 16, 5);
+  DescriptorMatrix dup = c;
+  dup.Append(c);
+  dup.Append(c);
+  KnnParams p;
+  p.k = 5;
+  auto r = CreateCpuKnnBackend()->Search(c, dup, p);
+  for (int64_t q = 0; q < 50; ++q) {
+    EXPECT_EQ(r.index(q, 0), q);
+    EXPECT_EQ(r.index(q, 1), q + 50);
+    EXPECT_EQ(r.index(q, 2), q + 100);
+    EXPECT_EQ(r.distance(q, 2), 0.0f);
+  }
+  ExpectSame(r, BruteForceKnn(c, dup, p));
+}
+
+TEST(CpuKnn, KLargerThanCorpusIsPadded) {
+  auto q = RandomU8(10, 16, 6);
+  auto c = RandomU8(3, 16, 7);
+  KnnParams p;
+  p.k = 8;
+  auto r = CreateCpuKnnBackend()->Search(q, c, p);
+  for (int64_t i = 0; i < 10; ++i) {
+    for (int64_t j = 3; j < 8; ++j) {
+      EXPECT_EQ(r.index(i, j), -1);
+      EXPECT_EQ(r.distance(i, j), std::numeric_limits<float>::infinity());
+    }
+  }
+  ExpectSame(r, BruteForceKnn(q, c, p));
+}
+
+TEST(CpuKnn, EmptyCorpusGivesOnlyPadding) {
+  auto q = RandomU8(4, 16, 6);
+  DescriptorMatrix c(DescriptorType::kUint8, 0, 16);
+  KnnParams p;
+  p.k = 2;
+  auto r = CreateCpuKnnBackend()->Search(q, c, p);
+  ASSERT_EQ(r.rows, 4);
+  for (auto i : r.indices) EXPECT_EQ(i, -1);
+}
+
+TEST(CpuKnn, BadArgumentsAreRejected) {
+  auto q = RandomU8(4, 16, 6);
+  auto c = RandomU8(4, 32, 6);
+  KnnParams p;
+  p.k = 2;
+  auto b = CreateCpuKnnBackend();
+  EXPECT_THROW(b->Search(q, c, p), std::invalid_argument);  // dimension mismatch
+  p.k = 0;
+  EXPECT_THROW(b->Search(q, q, p), std::invalid_argument);
+  p.k = -3;
+  EXPECT_THROW(b->Search(q, q, p), std::invalid_argument);
+  p.k = 2;
+  auto f = RandomF32(4, 16, 1);
+  EXPECT_THROW(b->Search(q, f, p), std::invalid_argument);  // type mismatch
+  try {
+    p.k = 0;
+    b->Search(q, q, p);
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("k must be"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CpuKnn, NanDistancesSortLast) {
+  auto q = RandomF32(20, 8, 8);
+  auto c = RandomF32(40, 8, 9);
+  for (int64_t i : {3, 17, 25}) c.f32()[i * 8 + 2] = std::numeric_limits<float>::quiet_NaN();
+  KnnParams p;
+  p.k = 40;
+  auto r = CreateCpuKnnBackend()->Search(q, c, p);
+  for (int64_t qi = 0; qi < 20; ++qi) {
+    EXPECT_EQ(r.index(qi, 37), 3);
+    EXPECT_EQ(r.index(qi, 38), 17);
+    EXPECT_EQ(r.index(qi, 39), 25);
+    EXPECT_TRUE(std::isnan(r.distance(qi, 39)));
+    EXPECT_FALSE(std::isnan(r.distance(qi, 36)));
+  }
+}
+
+// Real-valued data: same neighbours as the double-precision reference up to near-ties, and
+// distances within float rounding.
+class CpuKnnMetrics : public ::testing::TestWithParam<Metric> {};
+
+TEST_P(CpuKnnMetrics, MatchesReferenceOnFloat) {
+  auto q = RandomF32(150, 64, 10);
+  auto c = RandomF32(2100, 64, 11);
+  KnnParams p;
+  p.k = 10;
+  p.metric = GetParam();
+  auto got = CreateCpuKnnBackend()->Search(q, c, p);
+  auto want = BruteForceKnn(q, c, p);
+  int64_t mismatched = 0;
+  for (int64_t i = 0; i < got.rows; ++i)
+    for (int64_t j = 0; j < got.k; ++j) {
+      const float a = got.distance(i, j), b = want.distance(i, j);
+      EXPECT_NEAR(a, b, 1e-4f * std::max(1.0f, std::abs(b))) << i << "," << j;
+      mismatched += got.index(i, j) != want.index(i, j);
+    }
+  // Index swaps only where two distances agree to float precision.
+  EXPECT_LE(mismatched, 4);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, CpuKnnMetrics,
+                         ::testing::Values(Metric::kL2Squared, Metric::kInnerProduct,
+                                           Metric::kCosine, Metric::kPearson));
+
+TEST(CpuKnn, MetricsOnUint8AgreeWithFloat) {
+  auto q = RandomU8(40, 32, 12);
+  auto c = RandomU8(500, 32, 13);
+  for (Metric m : {Metric::kInnerProduct, Metric::kCosine, Metric::kPearson}) {
+    KnnParams p;
+    p.k = 3;
+    p.metric = m;
+    auto got = CreateCpuKnnBackend()->Search(q, c, p);
+    auto want = BruteForceKnn(q, c, p);
+    for (std::size_t i = 0; i < got.distances.size(); ++i)
+      EXPECT_NEAR(got.distances[i], want.distances[i], 1e-3 * std::max(1.0f, std::abs(want.distances[i])));
+  }
+}
+
+// Q * N beyond 2^31: checked row by row on a sample of queries.
+TEST(CpuKnn, MoreThanTwoToThe31Pairs) {
+  const int64_t nq = 40000, n = 60000;  // 2.4e9 pairs
+  ASSERT_GT(nq * n, int64_t{1} << 31);
+  auto q = RandomU8(nq, 4, 14, 15);
+  auto c = RandomU8(n, 4, 15, 15);
+  KnnParams p;
+  p.k = 3;
+  auto r = CreateCpuKnnBackend()->Search(q, c, p);
+  ASSERT_EQ(r.rows, nq);
+  std::mt19937 rng(16);
+  for (int s = 0; s < 25; ++s) {
+    const int64_t qi = std::uniform_int_distribution<int64_t>(0, nq - 1)(rng);
+    auto one = BruteForceKnn(q.Slice(qi, 1), c, p);
+    for (int64_t j = 0; j < 3; ++j) {
+      ASSERT_EQ(r.index(qi, j), one.index(0, j)) << "query " << qi;
+      ASSERT_EQ(r.distance(qi, j), one.distance(0, j));
+    }
+  }
+  // The last query, whose output offset is the largest.
+  auto last = BruteForceKnn(q.Slice(nq - 1, 1), c, p);
+  EXPECT_EQ(r.index(nq - 1, 0), last.index(0, 0));
+}
+
+}  // namespace
+}  // namespace fm::core
