@@ -1,0 +1,165 @@
+// featmatch match A B: extract (or load) features, match, verify, report, draw.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include "command.h"
+#include "fm/core/feature_io.h"
+#include "fm/matcher/draw.h"
+#include "fm/matcher/image.h"
+#include "inputs.h"
+#include "options.h"
+
+namespace fm::app {
+namespace {
+
+struct MatchArgs {
+  std::string a, b;
+  matcher::SiftOptions sift;
+  MatchCliOptions match;
+  BackendCliOptions backend;
+  std::string draw;
+  std::string report;
+  bool json = false;
+  bool keypoints = false;
+  bool no_outliers = false;
+};
+
+void PrintSummary(const MatchArgs& args, const LoadedInput& a, const LoadedInput& b,
+                  const matcher::MatchResult& r, const std::string& note) {
+  const auto& v = r.verification;
+  std::printf("featmatch match\n");
+  std::printf("  A: %s  (%lld features)\n", a.path.c_str(), static_cast<long long>(r.features_a));
+  std::printf("  B: %s  (%lld features)\n", b.path.c_str(), static_cast<long long>(r.features_b));
+  std::printf("  %s\n", note.c_str());
+  std::printf("  matches after filters (ratio %.2f%s%s): %zu\n", args.match.match.filter.ratio,
+              args.match.match.filter.mutual ? ", mutual" : "",
+              args.match.match.filter.max_distance > 0 ? ", max distance" : "", r.matches.size());
+  std::printf("  verified inliers (%s, %s, %.1f px): %d%s\n",
+              matcher::GeometryModelName(v.model),
+              matcher::UsacMethodName(args.match.match.verify.method),
+              args.match.match.verify.threshold, v.num_inliers,
+              v.model == matcher::GeometryModel::kNone ? " (verification off)"
+              : v.verified                            ? ""
+                                                      : "  -- NOT verified");
+  if (!v.matrix.empty()) {
+    std::printf("  %s:\n", matcher::GeometryModelName(v.model));
+    for (int i = 0; i < 3; ++i)
+      std::printf("    [% 12.6g % 12.6g % 12.6g]\n", v.matrix.at<double>(i, 0),
+                  v.matrix.at<double>(i, 1), v.matrix.at<double>(i, 2));
+  }
+  std::printf("  time (ms): load %.1f + %.1f, extract %.1f + %.1f", a.load_ms, b.load_ms,
+              a.extract_ms, b.extract_ms);
+  for (const auto& s : r.times) std::printf(", %s %.2f", s.stage.c_str(), s.ms);
+  std::printf("\n");
+  if (!args.draw.empty()) std::printf("  drawing: %s\n", args.draw.c_str());
+  if (!args.report.empty()) std::printf("  report:  %s\n", args.report.c_str());
+}
+
+int RunMatch(MatchArgs& args) {
+  args.match.Finish();
+  args.backend.Finish();
+  CheckOrThrow(args.sift, "SIFT options");
+  LoadedInput a, b;
+  try {
+    a = LoadInput(args.a, args.sift);
+    b = LoadInput(args.b, args.sift);
+  } catch (const matcher::ImageError& e) {
+    std::fprintf(stderr, "featmatch match: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const core::FeatureFileError& e) {
+    std::fprintf(stderr, "featmatch match: %s\n", e.what());
+    return kExitBadInput;
+  }
+  std::string note;
+  std::unique_ptr<core::KnnBackend> backend;
+  try {
+    backend = matcher::CreateKnnBackend(args.backend.backend, &note);
+  } catch (const std::runtime_error& e) {
+    std::fprintf(stderr, "featmatch match: %s (use --backend cpu or auto)\n", e.what());
+    return kExitGpu;
+  }
+  matcher::MatchResult r;
+  try {
+    r = matcher::MatchFeatures(a.features, b.features, args.match.match, *backend);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "featmatch match: %s\n", e.what());
+    return kExitBadInput;
+  }
+
+  nlohmann::json report = matcher::MatchResultToJson(r, a.features, b.features);
+  report["inputs"] = {{"a", a.path}, {"b", b.path}};
+  report["settings"] = {{"sift", nlohmann::json::parse(args.sift.ToJson())},
+                        {"k", args.match.match.k},
+                        {"metric", args.match.metric},
+                        {"ratio", args.match.match.filter.ratio},
+                        {"mutual", args.match.match.filter.mutual},
+                        {"max_distance", args.match.match.filter.max_distance},
+                        {"usac", args.match.usac},
+                        {"threshold", args.match.match.verify.threshold}};
+  report["times_ms"]["load_a"] = a.load_ms;
+  report["times_ms"]["load_b"] = b.load_ms;
+  report["times_ms"]["extract_a"] = a.extract_ms;
+  report["times_ms"]["extract_b"] = b.extract_ms;
+
+  if (!args.report.empty()) {
+    std::ofstream out(args.report);
+    if (!out) {
+      std::fprintf(stderr, "featmatch match: cannot write report %s\n", args.report.c_str());
+      return kExitError;
+    }
+    out << report.dump(2) << "\n";
+  }
+  if (!args.draw.empty()) {
+    if (a.image.empty() || b.image.empty()) {
+      std::fprintf(stderr, "featmatch match: --draw needs images, not feature files\n");
+      return kExitUsage;
+    }
+    matcher::DrawOptions d;
+    d.draw_keypoints = args.keypoints;
+    d.draw_outliers = !args.no_outliers;
+    cv::Mat canvas = matcher::DrawMatchResult(a.image, b.image, a.features, b.features, r, d);
+    bool ok = false;
+    try {
+      ok = cv::imwrite(args.draw, canvas);
+    } catch (const cv::Exception& e) {
+      std::fprintf(stderr, "featmatch match: %s\n", e.what());
+    }
+    if (!ok) {
+      std::fprintf(stderr, "featmatch match: cannot write drawing %s\n", args.draw.c_str());
+      return kExitError;
+    }
+  }
+  if (args.json) {
+    std::printf("%s\n", report.dump(2).c_str());
+  } else {
+    PrintSummary(args, a, b, r, note);
+  }
+  return kExitOk;
+}
+
+RunFn SetupMatch(CLI::App& sub) {
+  auto args = std::make_shared<MatchArgs>();
+  sub.add_option("A", args->a, "first image (or .fmf feature file): the queries")->required();
+  sub.add_option("B", args->b, "second image (or .fmf feature file)")->required();
+  sub.add_option("--draw", args->draw, "write a drawing of the matches (PNG, JPEG, ...)")
+      ->group("Output");
+  sub.add_option("--report", args->report, "write the JSON report to this file")->group("Output");
+  sub.add_flag("--json", args->json, "print the JSON report instead of the summary")
+      ->group("Output");
+  sub.add_flag("--draw-keypoints", args->keypoints, "draw every keypoint too")->group("Output");
+  sub.add_flag("--inliers-only", args->no_outliers, "draw only verified inliers")
+      ->group("Output");
+  AddSiftOptions(sub, args->sift);
+  AddMatchOptions(sub, args->match);
+  AddBackendOptions(sub, args->backend);
+  return [args] { return RunMatch(*args); };
+}
+
+FM_REGISTER_COMMAND("match", "match two images (or feature files), verify, report and draw",
+                    SetupMatch);
+
+}  // namespace
+}  // namespace fm::app

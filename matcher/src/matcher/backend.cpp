@@ -1,0 +1,94 @@
+#include "fm/matcher/backend.h"
+
+#include <stdexcept>
+
+#ifdef FM_WITH_GPU
+#include "fm/gpu/resources.h"
+#endif
+#ifdef FM_WITH_GPU_BACKEND
+#include "gpu_backend.h"
+#endif
+
+namespace fm::matcher {
+
+const char* BackendKindName(BackendKind k) {
+  switch (k) {
+    case BackendKind::kAuto: return "auto";
+    case BackendKind::kCpu: return "cpu";
+    case BackendKind::kGpu: return "gpu";
+  }
+  return "unknown";
+}
+
+BackendKind ParseBackendKind(const std::string& name) {
+  if (name == "auto") return BackendKind::kAuto;
+  if (name == "cpu") return BackendKind::kCpu;
+  if (name == "gpu") return BackendKind::kGpu;
+  throw std::invalid_argument("unknown backend '" + name + "' (use auto, cpu or gpu)");
+}
+
+bool BackendOptions::Check(std::string* why) const {
+  auto bad = [&](const std::string& w) {
+    if (why) *why = w;
+    return false;
+  };
+  if (device < 0) return bad("GPU device must be >= 0");
+  if (!(memory_fraction > 0 && memory_fraction <= 0.95))
+    return bad("GPU memory fraction must be in (0, 0.95]");
+  if (precision != "exact" && precision != "fp32" && precision != "tf32" && precision != "fp16")
+    return bad("precision must be exact, fp32, tf32 or fp16");
+  return true;
+}
+
+bool GpuAvailable(std::string* name) {
+#if defined(FM_WITH_GPU) && defined(FM_WITH_GPU_BACKEND)
+  try {
+    if (fm::gpu::DeviceCount() <= 0) return false;
+    if (name) *name = fm::gpu::GetDeviceInfo(0).name;
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+#else
+  (void)name;
+  return false;
+#endif
+}
+
+std::unique_ptr<core::KnnBackend> CreateKnnBackend(const BackendOptions& options,
+                                                   std::string* note) {
+  std::string why;
+  if (!options.Check(&why)) throw std::invalid_argument("backend options: " + why);
+  auto say = [&](const std::string& s) {
+    if (note) *note = s;
+  };
+  if (options.kind == BackendKind::kCpu) {
+    auto b = core::CreateCpuKnnBackend();
+    say("backend: " + b->description() + " (requested)");
+    return b;
+  }
+#ifdef FM_WITH_GPU_BACKEND
+  std::string gpu_error;
+  try {
+    auto b = detail::CreateGpuKnnBackend(options);
+    say("backend: " + b->description() +
+        (options.kind == BackendKind::kAuto ? " (auto: a GPU is present)" : " (requested)"));
+    return b;
+  } catch (const std::exception& e) {
+    if (options.kind == BackendKind::kGpu)
+      throw std::runtime_error(std::string("GPU backend unavailable: ") + e.what());
+    gpu_error = e.what();
+  }
+  auto b = core::CreateCpuKnnBackend();
+  say("backend: " + b->description() + " (auto: no usable GPU: " + gpu_error + ")");
+  return b;
+#else
+  if (options.kind == BackendKind::kGpu)
+    throw std::runtime_error("GPU backend unavailable: this build has no CUDA support");
+  auto b = core::CreateCpuKnnBackend();
+  say("backend: " + b->description() + " (auto: this build has no CUDA support)");
+  return b;
+#endif
+}
+
+}  // namespace fm::matcher

@@ -1,0 +1,73 @@
+// End to end on real photographs with ground truth: graf1 -> graf3 and H1to3p.xml.
+#include <gtest/gtest.h>
+
+#include <opencv2/core.hpp>
+#include <opencv2/core/persistence.hpp>
+
+#include "fm/matcher/backend.h"
+#include "fm/matcher/image.h"
+#include "fm/matcher/pipeline.h"
+#include "test_images.h"
+
+namespace fm::matcher {
+namespace {
+
+cv::Mat LoadGroundTruth() {
+  // H1to3p.xml is an OpenCV FileStorage file holding a 3x3 matrix named H13.
+  cv::FileStorage fs(test::Sample("H1to3p.xml"), cv::FileStorage::READ);
+  cv::Mat h;
+  fs.getFirstTopLevelNode() >> h;
+  h.convertTo(h, CV_64F);
+  return h;
+}
+
+double ReprojectionError(const cv::Mat& h, const core::Keypoint& a, const core::Keypoint& b) {
+  cv::Mat p = (cv::Mat_<double>(3, 1) << a.x, a.y, 1.0);
+  cv::Mat q = h * p;
+  const double x = q.at<double>(0) / q.at<double>(2), y = q.at<double>(1) / q.at<double>(2);
+  return std::hypot(x - b.x, y - b.y);
+}
+
+TEST(Graf, RatioMatchesAgreeWithGroundTruth) {
+  if (!test::HaveSamples()) GTEST_SKIP() << "OpenCV sample data (opencv-doc) not installed";
+  const cv::Mat h = LoadGroundTruth();
+  ASSERT_EQ(h.rows, 3);
+  ASSERT_EQ(h.cols, 3);
+  SiftOptions sift;
+  auto a = ExtractFeatures(LoadGrayImage(test::Sample("graf1.png")), sift);
+  auto b = ExtractFeatures(LoadGrayImage(test::Sample("graf3.png")), sift);
+  ASSERT_GT(a.size(), 1000);
+  ASSERT_GT(b.size(), 1000);
+  EXPECT_EQ(a.descriptors.type(), core::DescriptorType::kUint8);
+
+  MatchOptions opt;
+  opt.k = 2;
+  opt.filter.ratio = 0.8f;
+  BackendOptions bo;
+  bo.kind = BackendKind::kCpu;
+  auto backend = CreateKnnBackend(bo);
+  auto r = MatchFeatures(a, b, opt, *backend);
+
+  int correct = 0;
+  for (const auto& m : r.matches)
+    correct += ReprojectionError(h, a.keypoints[m.query], b.keypoints[m.train]) < 3.0;
+  int inliers = 0, inliers_correct = 0;
+  for (std::size_t i = 0; i < r.matches.size(); ++i) {
+    if (!r.verification.inliers[i]) continue;
+    ++inliers;
+    const auto& m = r.matches[i];
+    inliers_correct += ReprojectionError(h, a.keypoints[m.query], b.keypoints[m.train]) < 3.0;
+  }
+  RecordProperty("ratio_matches", static_cast<int>(r.matches.size()));
+  RecordProperty("correct", correct);
+  RecordProperty("inliers", inliers);
+  std::printf("graf1->graf3: %zu ratio matches, %d agree with H1to3p, %d inliers, %d agree\n",
+              r.matches.size(), correct, inliers, inliers_correct);
+  EXPECT_GE(correct, 390);
+  EXPECT_TRUE(r.verification.verified);
+  ASSERT_GT(inliers, 0);
+  EXPECT_GE(static_cast<double>(inliers_correct) / inliers, 0.95);
+}
+
+}  // namespace
+}  // namespace fm::matcher
