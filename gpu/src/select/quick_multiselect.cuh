@@ -1,0 +1,153 @@
+// Quick multi-select with warp ballots, one block per row.
+//
+// Partitioning: the words of the active range are taken into registers, a pivot is chosen from a
+// sorted sample of 32 (at the sample rank matching the fraction still needed), and every warp
+// places its words around the pivot with a ballot and population counts: words <= pivot fill the
+// range from the left, the others from the right, each warp claiming its slots with one shared
+// atomic per side (no prefix sum, the range read once). Only the side holding the k-th word is
+// partitioned again; the side wholly inside the k smallest is kept as is. When a partition leaves
+// everything on the left (the pivot was the range's maximum), the same pivot is applied strictly.
+//
+// The row itself is streamed once by the buffered search (select_stream.cuh); whenever the
+// candidate buffer passes 2*KB words the partitioning cuts it back to the k smallest and their
+// maximum becomes the new threshold. At the end the k survivors are sorted with a bitonic sort.
+#pragma once
+
+#include "select/select_common.cuh"
+#include "select/select_launch.cuh"
+#include "select/select_stream.cuh"
+
+namespace fm::gpu::detail {
+
+template <int KB, int T, int U>
+struct QmsConfig {
+  static constexpr int kChunk = T * 4 * U;
+  static constexpr int kFlushAt = 2 * KB;
+  static constexpr int kCap = kFlushAt + kChunk;
+  static constexpr int kPerThread = (kCap + T - 1) / T;
+  static constexpr int kShared = kCap * 8;
+};
+
+struct QmsShared {
+  int less[2];
+  int more[2];
+  u64 pivot;
+  u64 warp_max[32];
+};
+
+// Leaves the k smallest of buf[0, n) in buf[0, k) (any order) and returns the largest of them.
+// Requires k < n <= MAXE * T.
+template <int T, int MAXE>
+__device__ u64 QuickCompact(u64* buf, int n, int k, QmsShared& qs) {
+  const int lane = threadIdx.x & 31;
+  const unsigned lt = LaneMaskLt();
+  int lo = 0, hi = n, need = k;
+  bool strict = false;
+  for (int round = 0;; ++round) {
+    const int m = hi - lo;
+    if (need == 0 || need == m) break;
+    const int par = round & 1;
+    if (threadIdx.x < 32) {
+      if (!strict) {
+        u64 s = buf[lo + static_cast<int>((static_cast<int64_t>(lane) * m + m / 2) / 32)];
+        s = WarpBitonicSort(s);
+        int r = static_cast<int>((static_cast<int64_t>(need) * 32 + m - 1) / m);
+        r = r > 31 ? 31 : r;
+        const u64 p = __shfl_sync(kFullMask, s, r);
+        if (lane == 0) qs.pivot = p;
+      }
+      if (lane == 0) {
+        qs.less[par] = 0;
+        qs.more[par] = 0;
+      }
+    }
+    __syncthreads();
+    const u64 p = qs.pivot;
+    u64 x[MAXE];
+#pragma unroll
+    for (int j = 0; j < MAXE; ++j) {
+      const int i = lo + j * T + threadIdx.x;
+      x[j] = i < hi ? buf[i] : 0;
+    }
+    __syncthreads();  // every word is in registers before any is written back
+#pragma unroll
+    for (int j = 0; j < MAXE; ++j) {
+      if (lo + j * T >= hi) break;  // block-uniform
+      const bool valid = lo + j * T + static_cast<int>(threadIdx.x) < hi;
+      const bool left = valid && (strict ? x[j] < p : x[j] <= p);
+      const bool right = valid && !left;
+      const unsigned bl = __ballot_sync(kFullMask, left);
+      const unsigned br = __ballot_sync(kFullMask, right);
+      int ol = 0, orr = 0;
+      if (lane == 0) {
+        if (bl) ol = atomicAdd(&qs.less[par], __popc(bl));
+        if (br) orr = atomicAdd(&qs.more[par], __popc(br));
+      }
+      ol = __shfl_sync(kFullMask, ol, 0);
+      orr = __shfl_sync(kFullMask, orr, 0);
+      if (left) buf[lo + ol + __popc(bl & lt)] = x[j];
+      if (right) buf[hi - 1 - (orr + __popc(br & lt))] = x[j];
+    }
+    __syncthreads();
+    const int L = qs.less[par];
+    if (L <= need) {  // the whole left side is among the k smallest
+      lo += L;
+      need -= L;
+      strict = false;
+    } else if (L == m) {  // pivot was the maximum: split it off with a strict compare
+      strict = true;
+    } else {
+      hi = lo + L;
+      strict = false;
+    }
+  }
+  // Largest of the k kept words: the new threshold.
+  u64 mx = 0;
+  for (int i = threadIdx.x; i < k; i += T) mx = MaxU64(mx, buf[i]);
+  for (int o = 16; o > 0; o >>= 1) mx = MaxU64(mx, __shfl_xor_sync(kFullMask, mx, o));
+  if (lane == 0) qs.warp_max[threadIdx.x / 32] = mx;
+  __syncthreads();
+  mx = 0;
+  for (int w = 0; w < T / 32; ++w) mx = MaxU64(mx, qs.warp_max[w]);
+  __syncthreads();  // warp_max may be rewritten by the next call
+  return mx;
+}
+
+template <int KB, int T, int U>
+__global__ void __launch_bounds__(T) QuickMultiSelectKernel(SelectArgs a, int64_t row0) {
+  using C = QmsConfig<KB, T, U>;
+  extern __shared__ u64 smem[];
+  u64* buf = smem;
+  __shared__ StreamShared ss;
+  __shared__ QmsShared qs;
+  const int64_t row = row0 + blockIdx.x;
+  const int k = a.k;
+  if (threadIdx.x == 0) {
+    ss.count[0] = ss.count[1] = ss.count[2] = 0;
+    ss.threshold = kSentinel;
+  }
+  __syncthreads();
+  auto flush = [&](int n) {
+    const u64 t = QuickCompact<T, C::kPerThread>(buf, n, k, qs);
+    if (threadIdx.x == 0) ss.threshold = t;
+    __syncthreads();
+    return k;
+  };
+  int n = StreamRow<T, U>(a, row, buf, 0, C::kFlushAt, ss, flush);
+  if (n > k) n = flush(n);
+  for (int i = n + threadIdx.x; i < KB; i += T) buf[i] = kSentinel;
+  __syncthreads();
+  BitonicSortRuns<T>(buf, 1, KB, KB);
+  WriteRow<T>(a, row, buf);
+}
+
+template <int KB>
+void LaunchQuickMultiSelect(const SelectArgs& a) {
+  constexpr int T = 256, U = 2;
+  using C = QmsConfig<KB, T, U>;
+  auto kernel = QuickMultiSelectKernel<KB, T, U>;
+  PrepareSharedMemory(kernel, C::kShared, a);
+  LaunchPerRow(kernel, T, C::kShared, a);
+}
+
+}  // namespace fm::gpu::detail

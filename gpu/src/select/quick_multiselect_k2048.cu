@@ -1,0 +1,6 @@
+// Quick multi-select instantiated for k <= 2048.
+#include "select/quick_multiselect.cuh"
+
+namespace fm::gpu::detail {
+template void LaunchQuickMultiSelect<2048>(const SelectArgs&);
+}  // namespace fm::gpu::detail

@@ -1,0 +1,224 @@
+// Pieces shared by every k-selection kernel: the order-preserving key, the packed (key, column)
+// word every algorithm sorts, block-wide bitonic networks in shared memory, and the output step.
+//
+// Ordering. A float is mapped to a 32-bit unsigned key whose unsigned order is the float order:
+// -0 is folded onto +0 (they compare equal as floats), every NaN maps to the largest key, so NaN
+// sorts after +inf. The key goes in the high word and the column in the low word of a 64-bit
+// word, so ordering the words orders by value, then by column: ties go to the lower column and
+// all words of a row are distinct, which makes every algorithm's result unique and deterministic.
+// kSentinel (all ones) is larger than every real word (columns are below 2^32 - 1); it pads
+// missing slots and decodes to index -1, value +inf.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda_check.cuh"
+
+namespace fm::gpu::detail {
+
+using u64 = unsigned long long;
+
+constexpr u64 kSentinel = ~0ull;
+constexpr unsigned kFullMask = 0xffffffffu;
+// Largest bucket of k the selection kernels are instantiated for; larger k use the fallback.
+constexpr int kMaxSelectBucket = 2048;
+
+// Everything a selection launch needs (device pointers, sizes, the stream).
+struct SelectArgs {
+  const float* distances = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t row_stride = 0;
+  int k = 0;
+  float* out_values = nullptr;
+  int64_t* out_indices = nullptr;
+  const int64_t* in_indices = nullptr;
+  cudaStream_t stream = nullptr;
+  int max_shared_bytes = 0;  // opt-in shared memory limit per block of the device
+};
+
+__host__ __device__ inline unsigned FloatKey(float v) {
+  unsigned u;
+#ifdef __CUDA_ARCH__
+  u = __float_as_uint(v);
+#else
+  __builtin_memcpy(&u, &v, 4);
+#endif
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0xffffffffu;  // any NaN
+  if (u == 0x80000000u) u = 0;                              // -0 -> +0
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+__host__ __device__ inline float KeyToFloat(unsigned key) {
+  unsigned u;
+  if (key == 0xffffffffu) {
+    u = 0x7fc00000u;  // canonical quiet NaN
+  } else {
+    u = (key & 0x80000000u) ? (key & 0x7fffffffu) : ~key;
+  }
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(u);
+#else
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+
+__host__ __device__ inline u64 Pack(unsigned key, int64_t col) {
+  return (static_cast<u64>(key) << 32) | static_cast<u64>(static_cast<uint32_t>(col));
+}
+
+__device__ inline u64 MinU64(u64 a, u64 b) { return a < b ? a : b; }
+__device__ inline u64 MaxU64(u64 a, u64 b) { return a < b ? b : a; }
+
+__device__ inline unsigned LaneMaskLt() {
+  unsigned m;
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
+  return m;
+}
+
+// Writes the first k words of `sorted` (ascending, shared memory) as row `row` of the output.
+template <int T>
+__device__ void WriteRow(const SelectArgs& a, int64_t row, const u64* sorted) {
+  const int64_t out0 = row * static_cast<int64_t>(a.k);
+  for (int i = threadIdx.x; i < a.k; i += T) {
+    const u64 w = sorted[i];
+    float v;
+    int64_t idx;
+    if (w == kSentinel) {
+      v = __int_as_float(0x7f800000);
+      idx = -1;
+    } else {
+      v = KeyToFloat(static_cast<unsigned>(w >> 32));
+      const int64_t col = static_cast<int64_t>(w & 0xffffffffull);
+      idx = a.in_indices ? a.in_indices[row * a.row_stride + col] : col;
+    }
+    a.out_values[out0 + i] = v;
+    a.out_indices[out0 + i] = idx;
+  }
+}
+
+// ---- block-wide bitonic networks over shared memory -------------------------------------------
+// Runs are `R` consecutive logical elements; run m starts at physical offset m * gap (gap >= R).
+// All T threads of the block must call these; each ends with __syncthreads().
+
+__device__ inline int RunPos(int logical, int R, int gap) {
+  return (logical / R) * gap + (logical % R);
+}
+
+// Sorts each of the `nruns` runs of length R (a power of two) ascending.
+template <int T>
+__device__ void BitonicSortRuns(u64* a, int nruns, int R, int gap) {
+  const int half = nruns * R / 2;
+  for (int size = 2; size <= R; size <<= 1) {
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      for (int p = threadIdx.x; p < half; p += T) {
+        const int i = ((p & ~(stride - 1)) << 1) | (p & (stride - 1));  // logical, i & stride == 0
+        const int j = i + stride;
+        const bool asc = (size == R) || ((i & size) == 0);
+        const int pi = RunPos(i, R, gap), pj = RunPos(j, R, gap);
+        const u64 x = a[pi], y = a[pj];
+        if ((x > y) == asc) {
+          a[pi] = y;
+          a[pj] = x;
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+
+// Each run of length R holds a bitonic sequence; turns each into an ascending run.
+template <int T>
+__device__ void BitonicMergeRuns(u64* a, int nruns, int R, int gap) {
+  const int half = nruns * R / 2;
+  for (int stride = R >> 1; stride > 0; stride >>= 1) {
+    for (int p = threadIdx.x; p < half; p += T) {
+      const int i = ((p & ~(stride - 1)) << 1) | (p & (stride - 1));
+      const int pi = RunPos(i, R, gap), pj = RunPos(i + stride, R, gap);
+      const u64 x = a[pi], y = a[pj];
+      if (x > y) {
+        a[pi] = y;
+        a[pj] = x;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// The truncated merge of TBiS: `a` holds nruns sorted runs of length R, contiguous. Pairs of
+// runs are merged keeping only the lower half (min of a[i] and the mirrored element of the
+// partner run gives a bitonic sequence holding the R smallest of the pair), halving the data each
+// level, until one sorted run of the R smallest sits at a[0, R).
+template <int T>
+__device__ void TruncatedMergeDown(u64* a, int nruns, int R) {
+  int gap = R;
+  while (nruns > 1) {
+    const int pairs = nruns / 2;
+    for (int p = threadIdx.x; p < pairs * R; p += T) {
+      const int m = p / R, r = p % R;
+      u64* lo = a + 2 * m * gap;
+      u64* hi = lo + gap;
+      lo[r] = MinU64(lo[r], hi[R - 1 - r]);
+    }
+    __syncthreads();
+    gap *= 2;
+    nruns = pairs;
+    BitonicMergeRuns<T>(a, nruns, R, gap);
+  }
+}
+
+// queue (sorted ascending, length R) := the R smallest of queue and run (sorted ascending).
+template <int T>
+__device__ void MergeIntoQueue(u64* queue, const u64* run, int R) {
+  for (int i = threadIdx.x; i < R; i += T) queue[i] = MinU64(queue[i], run[R - 1 - i]);
+  __syncthreads();
+  BitonicMergeRuns<T>(queue, 1, R, R);
+}
+
+// Sorts the 32 words held one per lane ascending (lane 0 gets the smallest).
+__device__ inline u64 WarpBitonicSort(u64 x) {
+  const int lane = threadIdx.x & 31;
+  for (int size = 2; size <= 32; size <<= 1) {
+    for (int s = size >> 1; s > 0; s >>= 1) {
+      const u64 o = __shfl_xor_sync(kFullMask, x, s);
+      const bool asc = (lane & size) == 0;
+      const bool lower = (lane & s) == 0;
+      x = (lower == asc) ? MinU64(x, o) : MaxU64(x, o);
+    }
+  }
+  return x;
+}
+
+constexpr int NextPow2(int v) {
+  int p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+// Sets the kernel's dynamic shared memory limit and checks it fits the device.
+template <typename Kernel>
+void PrepareSharedMemory(Kernel kernel, int bytes, const SelectArgs& a) {
+  if (bytes > a.max_shared_bytes) {
+    throw GpuError("select_k: kernel needs " + std::to_string(bytes) +
+                   " bytes of shared memory, the device allows " +
+                   std::to_string(a.max_shared_bytes));
+  }
+  FM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
+// Launches kernel<<<rows, T, shmem>>>(args, row0) over all rows, 2^30 rows per launch.
+template <typename Kernel>
+void LaunchPerRow(Kernel kernel, int threads, int shmem, const SelectArgs& a) {
+  constexpr int64_t kMaxGrid = int64_t{1} << 30;
+  for (int64_t row0 = 0; row0 < a.rows; row0 += kMaxGrid) {
+    const int64_t n = a.rows - row0 < kMaxGrid ? a.rows - row0 : kMaxGrid;
+    kernel<<<static_cast<unsigned>(n), threads, shmem, a.stream>>>(a, row0);
+    FM_CUDA_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace fm::gpu::detail

@@ -1,0 +1,154 @@
+// select_k: argument checks, the choice of algorithm (kAuto) and the dispatch to a bucket of k.
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "fm/gpu/select_k.h"
+#include "select/select_launch.cuh"
+
+namespace fm::gpu {
+namespace detail {
+
+void* SelectWorkspace(std::size_t bytes, cudaStream_t stream) {
+  int device = 0;
+  FM_CUDA_CHECK(cudaGetDevice(&device));
+  thread_local std::map<std::pair<int, cudaStream_t>, DeviceBuffer<unsigned char>> cache;
+  DeviceBuffer<unsigned char>& buf = cache[{device, stream}];
+  if (buf.size() < bytes) {
+    FM_CUDA_CHECK(cudaStreamSynchronize(stream));  // earlier work may still use the old buffer
+    buf.Resize(bytes);
+  }
+  return buf.data();
+}
+
+namespace {
+
+int BucketOf(int64_t k) {
+  int kb = 32;
+  while (kb < k) kb *= 2;
+  return kb;
+}
+
+template <void (*L32)(const SelectArgs&), void (*L64)(const SelectArgs&),
+          void (*L128)(const SelectArgs&), void (*L256)(const SelectArgs&),
+          void (*L512)(const SelectArgs&), void (*L1024)(const SelectArgs&),
+          void (*L2048)(const SelectArgs&)>
+void DispatchBucket(const SelectArgs& a) {
+  switch (BucketOf(a.k)) {
+    case 32: return L32(a);
+    case 64: return L64(a);
+    case 128: return L128(a);
+    case 256: return L256(a);
+    case 512: return L512(a);
+    case 1024: return L1024(a);
+    default: return L2048(a);
+  }
+}
+
+}  // namespace
+}  // namespace detail
+
+const char* SelectAlgoName(SelectAlgo algo) {
+  switch (algo) {
+    case SelectAlgo::kAuto: return "auto";
+    case SelectAlgo::kTruncatedBitonic: return "tbis";
+    case SelectAlgo::kMergeQueue: return "merge-queue";
+    case SelectAlgo::kQuickMultiSelect: return "quick-multiselect";
+    case SelectAlgo::kSortTruncate: return "sort";
+  }
+  return "unknown";
+}
+
+SelectAlgo ParseSelectAlgo(const std::string& name) {
+  for (SelectAlgo a : {SelectAlgo::kAuto, SelectAlgo::kTruncatedBitonic, SelectAlgo::kMergeQueue,
+                       SelectAlgo::kQuickMultiSelect, SelectAlgo::kSortTruncate}) {
+    if (name == SelectAlgoName(a)) return a;
+  }
+  throw std::invalid_argument("unknown selection algorithm '" + name +
+                              "': use auto, tbis, merge-queue, quick-multiselect or sort");
+}
+
+// Thresholds from bench/results/select_h100.jsonl (featmatch-bench select on the H100, see
+// bench/results/select_h100.md): quick multi-select is the fastest on the whole measured grid.
+SelectAlgo ChooseSelectAlgo(int64_t rows, int64_t cols, int64_t k) {
+  (void)rows;
+  (void)cols;
+  if (k > detail::kMaxSelectBucket) return SelectAlgo::kSortTruncate;
+  return SelectAlgo::kQuickMultiSelect;
+}
+
+void select_k(const Resources& res, const float* distances, int64_t rows, int64_t cols,
+              int64_t row_stride, int64_t k, SelectAlgo algo, float* out_values,
+              int64_t* out_indices, const int64_t* in_indices) {
+  using namespace detail;
+  if (k <= 0) throw std::invalid_argument("select_k: k must be positive, got " + std::to_string(k));
+  if (rows < 0 || cols < 0) {
+    throw std::invalid_argument("select_k: rows and cols must be >= 0, got " +
+                                std::to_string(rows) + " x " + std::to_string(cols));
+  }
+  if (row_stride < cols) {
+    throw std::invalid_argument("select_k: row_stride (" + std::to_string(row_stride) +
+                                ") is smaller than cols (" + std::to_string(cols) + ")");
+  }
+  if (cols >= int64_t{0xffffffff}) {
+    throw std::invalid_argument("select_k: cols must be below 2^32 - 1, got " +
+                                std::to_string(cols) + "; split the rows into column tiles");
+  }
+  if (k > int64_t{0x7fffffff}) {
+    throw std::invalid_argument("select_k: k must be below 2^31, got " + std::to_string(k));
+  }
+  if (!distances || !out_values || !out_indices) {
+    throw std::invalid_argument("select_k: distances, out_values and out_indices must be non-null");
+  }
+  switch (algo) {
+    case SelectAlgo::kAuto:
+    case SelectAlgo::kTruncatedBitonic:
+    case SelectAlgo::kMergeQueue:
+    case SelectAlgo::kQuickMultiSelect:
+    case SelectAlgo::kSortTruncate: break;
+    default: throw std::invalid_argument("select_k: unknown SelectAlgo value");
+  }
+  if (rows == 0) return;
+
+  SelectAlgo use = algo == SelectAlgo::kAuto ? ChooseSelectAlgo(rows, cols, k) : algo;
+  // Documented fallback: the bucketed kernels stop at k = 2048; larger k sort whole rows.
+  if (k > kMaxSelectBucket) use = SelectAlgo::kSortTruncate;
+
+  DeviceScope scope(res.device());
+  SelectArgs a;
+  a.distances = distances;
+  a.rows = rows;
+  a.cols = cols;
+  a.row_stride = row_stride;
+  a.k = static_cast<int>(k);
+  a.out_values = out_values;
+  a.out_indices = out_indices;
+  a.in_indices = in_indices;
+  a.stream = AsStream(res.stream());
+  FM_CUDA_CHECK(cudaDeviceGetAttribute(&a.max_shared_bytes,
+                                       cudaDevAttrMaxSharedMemoryPerBlockOptin, res.device()));
+  switch (use) {
+    case SelectAlgo::kTruncatedBitonic:
+      DispatchBucket<LaunchTbis<32>, LaunchTbis<64>, LaunchTbis<128>, LaunchTbis<256>,
+                     LaunchTbis<512>, LaunchTbis<1024>, LaunchTbis<2048>>(a);
+      break;
+    case SelectAlgo::kMergeQueue:
+      DispatchBucket<LaunchMergeQueue<32>, LaunchMergeQueue<64>, LaunchMergeQueue<128>,
+                     LaunchMergeQueue<256>, LaunchMergeQueue<512>, LaunchMergeQueue<1024>,
+                     LaunchMergeQueue<2048>>(a);
+      break;
+    case SelectAlgo::kQuickMultiSelect:
+      DispatchBucket<LaunchQuickMultiSelect<32>, LaunchQuickMultiSelect<64>,
+                     LaunchQuickMultiSelect<128>, LaunchQuickMultiSelect<256>,
+                     LaunchQuickMultiSelect<512>, LaunchQuickMultiSelect<1024>,
+                     LaunchQuickMultiSelect<2048>>(a);
+      break;
+    default:
+      LaunchSortTruncate(a);
+      break;
+  }
+}
+
+}  // namespace fm::gpu

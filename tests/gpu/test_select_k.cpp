@@ -1,0 +1,249 @@
+// select_k against a brute-force CPU reference: every algorithm x k x shape, nasty rows included.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fm/gpu/resources.h"
+#include "fm/gpu/select_k.h"
+
+namespace fm::gpu {
+namespace {
+
+// The order the GPU uses (see gpu/src/select/select_common.cuh), written independently here:
+// -0 equals +0, every NaN is larger than +inf, ties go to the lower column.
+uint32_t RefKey(float v) {
+  if (std::isnan(v)) return 0xffffffffu;
+  if (v == 0.0f) v = 0.0f;
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+uint32_t Bits(float v) {
+  if (std::isnan(v)) return 0x7fc00000u;
+  if (v == 0.0f) v = 0.0f;
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return u;
+}
+
+#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x
+
+enum class Fill { kRandom, kDuplicates, kAllEqual, kInfNan, kSorted, kReverse, kNegative };
+
+struct Shape {
+  const char* name;
+  int64_t rows;
+  int64_t cols;  // with relative_to_k: N = k + cols (so -1 is N = k - 1)
+  Fill fill;
+  int64_t stride_pad = 0;  // row_stride = cols + pad (an odd pad also misaligns rows)
+  bool in_indices = false;
+  bool relative_to_k = false;
+};
+
+struct Param {
+  SelectAlgo algo;
+  int64_t k;
+  Shape shape;
+};
+
+std::string ParamName(const testing::TestParamInfo<Param>& info) {
+  std::string algo = SelectAlgoName(info.param.algo);
+  std::replace(algo.begin(), algo.end(), '-', '_');
+  return algo + "_k" + std::to_string(info.param.k) + "_" + info.param.shape.name;
+}
+
+class SelectKTest : public testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    if (DeviceCount() == 0) GTEST_SKIP() << "no CUDA device: select_k tests need a GPU";
+  }
+};
+
+std::vector<float> MakeRows(const Shape& s, int64_t cols, int64_t stride, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> uni(0.0f, 1.0f);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> d(static_cast<size_t>(s.rows * stride), -12345.0f);
+  for (int64_t r = 0; r < s.rows; ++r) {
+    float* row = d.data() + r * stride;
+    for (int64_t c = 0; c < cols; ++c) {
+      float v = uni(gen);
+      switch (s.fill) {
+        case Fill::kRandom: break;
+        case Fill::kDuplicates: v = static_cast<float>(gen() % 7); break;
+        case Fill::kAllEqual: v = 0.5f; break;
+        case Fill::kInfNan: {
+          const uint32_t p = gen() % 10;
+          v = p == 0 ? nan : p == 1 ? inf : p == 2 ? -inf : p == 3 ? -0.0f : p == 4 ? 0.0f : v;
+          break;
+        }
+        case Fill::kSorted: v = static_cast<float>(c) * 0.25f; break;
+        case Fill::kReverse: v = static_cast<float>(cols - c) * 0.25f; break;
+        case Fill::kNegative: v = -v * 1e30f; break;
+      }
+      row[c] = v;
+    }
+  }
+  return d;
+}
+
+TEST_P(SelectKTest, MatchesCpuReference) {
+  const Param& p = GetParam();
+  const int64_t k = p.k;
+  const int64_t cols =
+      p.shape.relative_to_k ? std::max<int64_t>(0, k + p.shape.cols) : p.shape.cols;
+  const int64_t rows = p.shape.rows;
+  const int64_t stride = cols + p.shape.stride_pad;
+  const uint32_t seed = static_cast<uint32_t>(k * 7919 + rows * 31 + cols);
+  std::vector<float> host = MakeRows(p.shape, cols, stride, seed);
+  std::vector<int64_t> host_ids;
+  if (p.shape.in_indices) {
+    host_ids.resize(host.size());
+    for (size_t i = 0; i < host_ids.size(); ++i) host_ids[i] = 1000000007LL + 3 * int64_t(i);
+  }
+
+  Resources res(0);
+  float* d_dist = nullptr;
+  float* d_vals = nullptr;
+  int64_t* d_idx = nullptr;
+  int64_t* d_ids = nullptr;
+  const size_t out_n = static_cast<size_t>(rows * k);
+  CUDA_OK(cudaMalloc(&d_dist, std::max<size_t>(1, host.size()) * sizeof(float)));
+  CUDA_OK(cudaMalloc(&d_vals, out_n * sizeof(float)));
+  CUDA_OK(cudaMalloc(&d_idx, out_n * sizeof(int64_t)));
+  CUDA_OK(cudaMemcpy(d_dist, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+  // Poison the outputs so unwritten slots show.
+  CUDA_OK(cudaMemset(d_vals, 0x5a, out_n * sizeof(float)));
+  CUDA_OK(cudaMemset(d_idx, 0x5a, out_n * sizeof(int64_t)));
+  if (p.shape.in_indices) {
+    CUDA_OK(cudaMalloc(&d_ids, host_ids.size() * sizeof(int64_t)));
+    CUDA_OK(cudaMemcpy(d_ids, host_ids.data(), host_ids.size() * sizeof(int64_t),
+                       cudaMemcpyHostToDevice));
+  }
+  select_k(res, d_dist, rows, cols, stride, k, p.algo, d_vals, d_idx, d_ids);
+  res.Synchronize();
+  std::vector<float> vals(out_n);
+  std::vector<int64_t> idx(out_n);
+  CUDA_OK(cudaMemcpy(vals.data(), d_vals, out_n * sizeof(float), cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(idx.data(), d_idx, out_n * sizeof(int64_t), cudaMemcpyDeviceToHost));
+  cudaFree(d_dist);
+  cudaFree(d_vals);
+  cudaFree(d_idx);
+  if (d_ids) cudaFree(d_ids);
+
+  std::vector<uint64_t> words(static_cast<size_t>(cols));
+  int bad = 0;
+  for (int64_t r = 0; r < rows && bad < 5; ++r) {
+    const float* row = host.data() + r * stride;
+    for (int64_t c = 0; c < cols; ++c)
+      words[c] = (uint64_t{RefKey(row[c])} << 32) | static_cast<uint64_t>(c);
+    const int64_t m = std::min(k, cols);
+    std::partial_sort(words.begin(), words.begin() + m, words.end());
+    for (int64_t j = 0; j < k && bad < 5; ++j) {
+      int64_t want_idx = -1;
+      uint32_t want_bits = 0x7f800000u;
+      if (j < m) {
+        const int64_t col = static_cast<int64_t>(words[j] & 0xffffffffu);
+        want_idx = p.shape.in_indices ? host_ids[r * stride + col] : col;
+        want_bits = Bits(row[col]);
+      }
+      const size_t o = static_cast<size_t>(r * k + j);
+      if (idx[o] != want_idx || Bits(vals[o]) != want_bits) {
+        ADD_FAILURE() << "row " << r << " slot " << j << ": got (" << vals[o] << ", " << idx[o]
+                      << ") want (" << (j < m ? row[words[j] & 0xffffffffu] : INFINITY) << ", "
+                      << want_idx << ")";
+        ++bad;
+      }
+    }
+  }
+}
+
+const Shape kShapes[] = {
+    {"random", 37, 1000, Fill::kRandom},
+    {"n1", 5, 1, Fill::kRandom},
+    {"n_km1", 3, -1, Fill::kRandom, 0, false, true},
+    {"n_eq_k", 3, 0, Fill::kRandom, 0, false, true},
+    {"n33", 7, 33, Fill::kRandom},
+    {"dups", 9, 5000, Fill::kDuplicates},
+    {"all_equal", 4, 3000, Fill::kAllEqual},
+    {"inf_nan", 8, 2000, Fill::kInfNan},
+    {"sorted", 4, 4096, Fill::kSorted},
+    {"reverse", 4, 4096, Fill::kReverse},
+    {"negative", 6, 3001, Fill::kNegative},
+    {"strided_ids", 5, 2500, Fill::kRandom, 3, true},
+    {"n65536", 12, 65536, Fill::kRandom},
+    {"many_rows", 8192, 40, Fill::kRandom},
+    {"big_n1m", 2, 1048576, Fill::kRandom},
+};
+
+std::vector<Param> AllParams() {
+  std::vector<Param> out;
+  for (SelectAlgo a : {SelectAlgo::kTruncatedBitonic, SelectAlgo::kMergeQueue,
+                       SelectAlgo::kQuickMultiSelect, SelectAlgo::kSortTruncate,
+                       SelectAlgo::kAuto}) {
+    for (int64_t k : {1, 2, 31, 32, 33, 100, 256, 1000, 1024, 2048}) {
+      for (const Shape& s : kShapes) out.push_back({a, k, s});
+    }
+  }
+  // Past the largest bucket: the documented fallback.
+  out.push_back({SelectAlgo::kQuickMultiSelect, 3000, {"random", 3, 5000, Fill::kRandom}});
+  out.push_back({SelectAlgo::kTruncatedBitonic, 2049, {"n_km1", 2, -1, Fill::kRandom, 0, false, true}});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(AlgoKShape, SelectKTest, testing::ValuesIn(AllParams()), ParamName);
+
+class SelectKArgs : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (DeviceCount() == 0) GTEST_SKIP() << "no CUDA device: select_k tests need a GPU";
+  }
+};
+
+TEST_F(SelectKArgs, RejectsBadArguments) {
+  Resources res(0);
+  float* d = nullptr;
+  float* v = nullptr;
+  int64_t* i = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 64 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&v, 64 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&i, 64 * sizeof(int64_t)), cudaSuccess);
+  const auto A = SelectAlgo::kAuto;
+  EXPECT_THROW(select_k(res, d, 1, 8, 8, 0, A, v, i), std::invalid_argument);
+  EXPECT_THROW(select_k(res, d, 1, 8, 8, -3, A, v, i), std::invalid_argument);
+  EXPECT_THROW(select_k(res, nullptr, 1, 8, 8, 2, A, v, i), std::invalid_argument);
+  EXPECT_THROW(select_k(res, d, 1, 8, 8, 2, A, nullptr, i), std::invalid_argument);
+  EXPECT_THROW(select_k(res, d, 1, 8, 8, 2, A, v, nullptr), std::invalid_argument);
+  EXPECT_THROW(select_k(res, d, 1, 8, 7, 2, A, v, i), std::invalid_argument);
+  EXPECT_THROW(select_k(res, d, -1, 8, 8, 2, A, v, i), std::invalid_argument);
+  EXPECT_THROW(select_k(res, d, 1, int64_t{1} << 33, int64_t{1} << 33, 2, A, v, i),
+               std::invalid_argument);
+  EXPECT_NO_THROW(select_k(res, d, 0, 8, 8, 2, A, v, i));
+  res.Synchronize();
+  cudaFree(d);
+  cudaFree(v);
+  cudaFree(i);
+}
+
+TEST(SelectAlgoNames, RoundTrip) {
+  for (SelectAlgo a : {SelectAlgo::kAuto, SelectAlgo::kTruncatedBitonic, SelectAlgo::kMergeQueue,
+                       SelectAlgo::kQuickMultiSelect, SelectAlgo::kSortTruncate}) {
+    EXPECT_EQ(ParseSelectAlgo(SelectAlgoName(a)), a);
+  }
+  EXPECT_THROW(ParseSelectAlgo("heap"), std::invalid_argument);
+  EXPECT_NE(ChooseSelectAlgo(8192, 65536, 4096), SelectAlgo::kAuto);
+}
+
+}  // namespace
+}  // namespace fm::gpu
