@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One device call for issue 3 (k-selection): build (select sources only), tests, sanitizers,
+# benchmark and the torch peer. Usage: bench/select_device_run.sh OUTDIR [quick|full]
+set -u -o pipefail
+OUT=${1:?outdir}
+MODE=${2:-full}
+SRC=/tmp/selsrc
+rm -rf $SRC && mkdir -p $SRC && cp -r . $SRC/ && cd $SRC || exit 1
+# Build only what this issue owns (other work in progress may not compile yet).
+rm -rf gpu/src/knn tests/gpu/test_knn* bench/gpu/bench_knn* build*
+cmake -S . -B /tmp/b -G Ninja -DFM_GPU_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DGTEST_SOURCE_DIR=/usr/src/googletest > $OUT/build.log 2>&1 &&
+cmake --build /tmp/b -j16 --target fm_gpu_tests featmatch-bench >> $OUT/build.log 2>&1 ||
+  { tail -40 $OUT/build.log; exit 1; }
+echo "== build ok"
+T=/tmp/b/tests/gpu/fm_gpu_tests
+timeout 240 $T --gtest_filter='*Select*' --gtest_brief=1 > $OUT/tests.log 2>&1
+echo "== tests rc=$?"; grep -E "FAILED|PASSED|Failure" $OUT/tests.log | head -30
+SAN='AlgoKShape/SelectKTest.*_k33_*:AlgoKShape/SelectKTest.*_k1000_*:AlgoKShape/SelectKTest.*_k2048_n33:SelectKArgs.*'
+SAN="$SAN:-*big_n1m*:-*many_rows*"
+timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 $T --gtest_filter="$SAN" \
+  --gtest_brief=1 > $OUT/memcheck.log 2>&1
+echo "== memcheck rc=$?"; tail -4 $OUT/memcheck.log
+RACE='AlgoKShape/SelectKTest.*_k33_n33:AlgoKShape/SelectKTest.*_k1000_random:AlgoKShape/SelectKTest.*_k100_dups:AlgoKShape/SelectKTest.*_k2048_inf_nan'
+timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 $T --gtest_filter="$RACE" \
+  --gtest_brief=1 > $OUT/racecheck.log 2>&1
+echo "== racecheck rc=$?"; tail -4 $OUT/racecheck.log
+if [ "$MODE" = quick ]; then
+  timeout 120 /tmp/b/bench/featmatch-bench select --rows 8192 --cols 65536 --k 32,256,1024 \
+    --algos tbis,merge-queue,quick-multiselect,sort --runs 10 | tee $OUT/select_quick.txt
+  timeout 60 /tmp/b/bench/featmatch-bench select --rows 1024 --cols 1048576 --k 32,1024 \
+    --algos merge-queue,quick-multiselect --runs 10 | tee -a $OUT/select_quick.txt
+  PYTHONUNBUFFERED=1 timeout 90 python3 bench/torch_topk_peer.py --quick > $OUT/torch.jsonl
+else
+  timeout 300 /tmp/b/bench/featmatch-bench select --json --runs 15 > $OUT/select.jsonl
+  echo "== bench rc=$?"
+  PYTHONUNBUFFERED=1 timeout 150 python3 bench/torch_topk_peer.py > $OUT/torch.jsonl
+fi
+echo "== torch rc=$?"; cat $OUT/torch.jsonl | cut -c1-200
