@@ -1,0 +1,308 @@
+// The fused int8 path for uint8 descriptors under L2 or inner product: int8 tensor-core scoring
+// (mma.sync m16n8k32, int32 accumulation) of a 128-query block against 128-row corpus blocks,
+// with the distance computed in registers and compared at once with each query's threshold (the
+// k-th distance within a corpus sample, an upper bound of its true k-th distance). Only rows at
+// or under the threshold leave the kernel, as (distance, index) keys; a segmented sort of those
+// few keys gives the exact top-k. The distance matrix never exists.
+#include <cub/device/device_segmented_sort.cuh>
+
+#include <climits>
+#include <cstdint>
+
+#include "cuda_check.cuh"
+#include "knn/knn_common.cuh"
+#include "knn/knn_kernels.cuh"
+
+namespace fm::gpu::detail {
+namespace {
+
+constexpr int kBlockRows = 128;  // queries per CTA and corpus rows per iteration
+constexpr int kThreads = 256;    // 8 warps: 4 along queries (32 rows) x 2 along corpus (64)
+
+__device__ __forceinline__ void CpAsync16(void* smem_dst, const void* src, int src_bytes) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
+}
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void MmaS8(int (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                      uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Distance = row_term(q) + col_term(c) + alpha * ip, all integers:
+//   L2: ||q'||^2 + ||c'||^2 - 2 ip'          (shift-invariant)
+//   IP: -(ip' + 128 (sum q' + sum c') + 16384 D)
+__device__ __forceinline__ int QueryTerm(const RowStats& s, MetricCode m, int dim) {
+  return m == MetricCode::kL2 ? __float2int_rn(s.x) : -128 * __float2int_rn(s.y) - 16384 * dim;
+}
+__device__ __forceinline__ int CorpusTerm(const RowStats& s, MetricCode m) {
+  return m == MetricCode::kL2 ? __float2int_rn(s.x) : -128 * __float2int_rn(s.y);
+}
+
+template <int KD>
+__global__ void __launch_bounds__(kThreads, 2)
+    FusedFilterKernel(const int8_t* __restrict__ queries, const RowStats* __restrict__ qstats,
+                      int64_t nq, const int8_t* __restrict__ corpus,
+                      const RowStats* __restrict__ cstats, int64_t n, int dim, MetricCode metric,
+                      const float* __restrict__ thresholds, uint64_t* __restrict__ keys,
+                      int32_t* __restrict__ counts, int64_t capacity, int64_t nblocks,
+                      int ysplit) {
+  constexpr int kDp = KD * 32;
+  constexpr int kLd = kDp + 16;  // padded smem row: conflict-free 32-bit fragment loads
+  constexpr int kChunks = kDp / 16;
+  extern __shared__ __align__(16) unsigned char smem[];
+  int8_t* a_s = reinterpret_cast<int8_t*>(smem);
+  int8_t* b_s = a_s + kBlockRows * kLd;
+  int* bt_s = reinterpret_cast<int*>(b_s + 2 * kBlockRows * kLd);  // [2][128] corpus terms
+
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int wm = warp & 3, wn = warp >> 2;
+  const int64_t q0 = static_cast<int64_t>(blockIdx.x) * kBlockRows;
+  const int alpha = metric == MetricCode::kL2 ? -2 : -1;
+
+  for (int i = tid; i < kBlockRows * kChunks; i += kThreads) {
+    const int r = i / kChunks, ch = i % kChunks;
+    int4 v = make_int4(0, 0, 0, 0);
+    if (q0 + r < nq) v = *reinterpret_cast<const int4*>(queries + (q0 + r) * kDp + ch * 16);
+    *reinterpret_cast<int4*>(a_s + r * kLd + ch * 16) = v;
+  }
+  // The four query rows of this thread's accumulators: wm*32 + mt*16 + h*8 + g.
+  int qterm[4], qthr[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int64_t q = q0 + wm * 32 + (i >> 1) * 16 + (i & 1) * 8 + g;
+    if (q < nq) {
+      qterm[i] = QueryTerm(qstats[q], metric, dim);
+      const float th = thresholds[q];
+      qthr[i] = th >= 1.0e9f ? INT_MAX : (th < -1.0e9f ? INT_MIN : static_cast<int>(floorf(th)));
+    } else {
+      qterm[i] = 0;
+      qthr[i] = INT_MIN;
+    }
+  }
+
+  auto load_b = [&](int64_t blk, int stage) {
+    const int64_t c0 = blk * kBlockRows;
+    int8_t* dst = b_s + stage * kBlockRows * kLd;
+    for (int i = tid; i < kBlockRows * kChunks; i += kThreads) {
+      const int r = i / kChunks, ch = i % kChunks;
+      const int64_t row = c0 + r;
+      const bool ok = row < n;
+      CpAsync16(dst + r * kLd + ch * 16, corpus + (ok ? row : 0) * kDp + ch * 16, ok ? 16 : 0);
+    }
+    CpAsyncCommit();
+  };
+
+  int64_t blk = blockIdx.y;
+  int stage = 0;
+  if (blk < nblocks) load_b(blk, 0);
+  for (; blk < nblocks; blk += ysplit) {
+    const int64_t next = blk + ysplit;
+    if (tid < kBlockRows) {
+      const int64_t c = blk * kBlockRows + tid;
+      bt_s[stage * kBlockRows + tid] = c < n ? CorpusTerm(cstats[c], metric) : (1 << 30);
+    }
+    if (next < nblocks) {
+      load_b(next, stage ^ 1);
+      CpAsyncWait<1>();
+    } else {
+      CpAsyncWait<0>();
+    }
+    __syncthreads();
+
+    const int8_t* b_tile = b_s + stage * kBlockRows * kLd;
+    int acc[2][8][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0;
+
+#pragma unroll
+    for (int ks = 0; ks < KD; ++ks) {
+      uint32_t a[2][4];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        const int8_t* ap = a_s + (wm * 32 + mt * 16 + g) * kLd + ks * 32 + t * 4;
+        a[mt][0] = *reinterpret_cast<const uint32_t*>(ap);
+        a[mt][1] = *reinterpret_cast<const uint32_t*>(ap + 8 * kLd);
+        a[mt][2] = *reinterpret_cast<const uint32_t*>(ap + 16);
+        a[mt][3] = *reinterpret_cast<const uint32_t*>(ap + 8 * kLd + 16);
+      }
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        const int8_t* bp = b_tile + (wn * 64 + nt * 8 + g) * kLd + ks * 32 + t * 4;
+        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(bp);
+        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(bp + 16);
+        MmaS8(acc[0][nt], a[0], b0, b1);
+        MmaS8(acc[1][nt], a[1], b0, b1);
+      }
+    }
+
+    const int* bt = bt_s + stage * kBlockRows;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int cl = wn * 64 + nt * 8 + 2 * t + j;
+        const int cterm = bt[cl];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int d = qterm[i] + cterm + alpha * acc[i >> 1][nt][(i & 1) * 2 + j];
+          if (d <= qthr[i]) {
+            const int64_t q = q0 + wm * 32 + (i >> 1) * 16 + (i & 1) * 8 + g;
+            const int64_t c = blk * kBlockRows + cl;
+            const int pos = atomicAdd(counts + q, 1);
+            if (pos < capacity) {
+              keys[q * capacity + pos] =
+                  (static_cast<uint64_t>(OrderedBits(static_cast<float>(d))) << 32) |
+                  static_cast<uint32_t>(c);
+            }
+          }
+        }
+      }
+    }
+    __syncthreads();
+    stage ^= 1;
+  }
+}
+
+__global__ void SegmentsKernel(const int32_t* counts, int64_t nq, int64_t capacity, int* begin,
+                               int* end, int32_t* overflow, int64_t* total) {
+  const int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (q >= nq) return;
+  const int c = counts[q];
+  if (c > capacity) atomicExch(overflow, 1);
+  const int cnt = c < capacity ? c : static_cast<int>(capacity);
+  begin[q] = static_cast<int>(q * capacity);
+  end[q] = static_cast<int>(q * capacity + cnt);
+  atomicAdd(reinterpret_cast<unsigned long long*>(total), static_cast<unsigned long long>(cnt));
+}
+
+__global__ void GatherKernel(const uint64_t* sorted, const int32_t* counts, int64_t nq,
+                             int64_t capacity, int64_t k, float* out_vals, int64_t* out_idx) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= nq * k) return;
+  const int64_t q = i / k, j = i % k;
+  const int64_t cnt = counts[q] < capacity ? counts[q] : capacity;
+  if (j < cnt) {
+    const uint64_t key = sorted[q * capacity + j];
+    out_vals[i] = FromOrderedBits(static_cast<uint32_t>(key >> 32));
+    out_idx[i] = static_cast<int64_t>(key & 0xffffffffu);
+  } else {
+    out_vals[i] = INFINITY;
+    out_idx[i] = -1;
+  }
+}
+
+template <int KD>
+void LaunchFusedKd(const int8_t* queries, const RowStats* qstats, int64_t nq,
+                   const int8_t* corpus, const RowStats* cstats, int64_t n, int32_t dim,
+                   MetricCode metric, const float* thresholds, uint64_t* keys, int32_t* counts,
+                   int64_t capacity, int num_sms, cudaStream_t stream) {
+  constexpr int kLd = KD * 32 + 16;
+  const std::size_t smem = 3 * kBlockRows * kLd + 2 * kBlockRows * sizeof(int);
+  static bool attr_set = false;
+  if (!attr_set) {
+    FM_CUDA_CHECK(cudaFuncSetAttribute(FusedFilterKernel<KD>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(smem)));
+    attr_set = true;
+  }
+  const int64_t qblocks = (nq + kBlockRows - 1) / kBlockRows;
+  const int64_t nblocks = (n + kBlockRows - 1) / kBlockRows;
+  // Enough CTAs for several waves over the SMs, each looping over a strided set of corpus
+  // blocks with its query block resident in shared memory.
+  const int64_t target = static_cast<int64_t>(num_sms) * 8;
+  int64_t ysplit = (target + qblocks - 1) / qblocks;
+  if (ysplit > nblocks) ysplit = nblocks;
+  if (ysplit > 65535) ysplit = 65535;
+  if (ysplit < 1) ysplit = 1;
+  for (int64_t b0 = 0; b0 < qblocks; b0 += (1LL << 30)) {
+    const int64_t bn = qblocks - b0 < (1LL << 30) ? qblocks - b0 : (1LL << 30);
+    const int64_t qoff = b0 * kBlockRows;
+    dim3 grid(static_cast<unsigned>(bn), static_cast<unsigned>(ysplit));
+    FusedFilterKernel<KD><<<grid, kThreads, smem, stream>>>(
+        queries + qoff * KD * 32, qstats + qoff, nq - qoff, corpus, cstats, n, dim, metric,
+        thresholds + qoff, keys + qoff * capacity, counts + qoff, capacity, nblocks,
+        static_cast<int>(ysplit));
+    FM_CUDA_CHECK_LAUNCH();
+  }
+}
+
+std::size_t CubTempBytes(int64_t nq, int64_t capacity) {
+  std::size_t bytes = 0;
+  FM_CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(
+      nullptr, bytes, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
+      static_cast<int>(nq * capacity), static_cast<int>(nq), static_cast<const int*>(nullptr),
+      static_cast<const int*>(nullptr)));
+  return bytes;
+}
+
+std::size_t AlignUp(std::size_t v) { return (v + 255) / 256 * 256; }
+
+}  // namespace
+
+void LaunchFusedFilterInt8(const int8_t* queries, const RowStats* qstats, int64_t nq,
+                           const int8_t* corpus, const RowStats* cstats, int64_t n,
+                           int32_t padded_dim, int32_t dim, MetricCode metric,
+                           const float* thresholds, uint64_t* keys, int32_t* counts,
+                           int64_t capacity, int num_sms, cudaStream_t stream) {
+  switch (padded_dim) {
+    case 64:
+      LaunchFusedKd<2>(queries, qstats, nq, corpus, cstats, n, dim, metric, thresholds, keys,
+                       counts, capacity, num_sms, stream);
+      break;
+    case 128:
+      LaunchFusedKd<4>(queries, qstats, nq, corpus, cstats, n, dim, metric, thresholds, keys,
+                       counts, capacity, num_sms, stream);
+      break;
+    case 256:
+      LaunchFusedKd<8>(queries, qstats, nq, corpus, cstats, n, dim, metric, thresholds, keys,
+                       counts, capacity, num_sms, stream);
+      break;
+    default:
+      throw GpuError("fused int8 kernel: padded dimension " + std::to_string(padded_dim) +
+                     " is not 64, 128 or 256");
+  }
+}
+
+std::size_t FinalizeTempBytes(int64_t nq, int64_t capacity) {
+  return AlignUp(CubTempBytes(nq, capacity)) + 2 * AlignUp(static_cast<std::size_t>(nq) * 4);
+}
+
+void LaunchFinalizeCandidates(uint64_t* keys, uint64_t* keys_alt, const int32_t* counts,
+                              int64_t nq, int64_t capacity, int64_t k, float* out_vals,
+                              int64_t* out_idx, int32_t* overflow, int64_t* total, void* temp,
+                              std::size_t temp_bytes, cudaStream_t stream) {
+  if (nq <= 0) return;
+  std::size_t cub_bytes = CubTempBytes(nq, capacity);
+  char* base = static_cast<char*>(temp);
+  int* begin = reinterpret_cast<int*>(base + AlignUp(cub_bytes));
+  int* end = reinterpret_cast<int*>(base + AlignUp(cub_bytes) + AlignUp(nq * 4));
+  if (temp_bytes < FinalizeTempBytes(nq, capacity)) throw GpuError("finalize: scratch too small");
+  SegmentsKernel<<<static_cast<unsigned>((nq + 255) / 256), 256, 0, stream>>>(
+      counts, nq, capacity, begin, end, overflow, total);
+  FM_CUDA_CHECK_LAUNCH();
+  FM_CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(
+      temp, cub_bytes, keys, keys_alt, static_cast<int>(nq * capacity), static_cast<int>(nq),
+      begin, end, stream));
+  const int64_t total_out = nq * k;
+  GatherKernel<<<static_cast<unsigned>((total_out + 255) / 256), 256, 0, stream>>>(
+      keys_alt, counts, nq, capacity, k, out_vals, out_idx);
+  FM_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace fm::gpu::detail

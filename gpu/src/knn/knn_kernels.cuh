@@ -1,0 +1,81 @@
+// Kernels of the kNN engine (gpu/src/knn): descriptor preparation, the distance epilogue after
+// the GEMM, merging of partial top-k lists, the k-NN graph's self removal, and the fused int8
+// scoring + threshold filter with its candidate finalisation.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace fm::gpu::detail {
+
+// How the GEMM operands encode descriptors.
+enum class OperandKind : int {
+  kInt8Shifted = 0,  // uint8 data stored as x - 128 (int8); int32 inner products
+  kUint8Values = 1,  // uint8 data stored as float or half with their integer values
+  kFloat = 2,        // float data stored as float or half (centred/normalised for cos/Pearson)
+};
+
+enum class MetricCode : int { kL2 = 0, kIp = 1, kCos = 2, kPearson = 3 };
+
+// Per-row statistics kept beside every prepared row (one float4):
+//   x: squared norm of the operand row (L2)
+//   y: sum of the operand row (int8: of the shifted values; exact integers for uint8 data)
+//   z: cosine: 1/||x||; Pearson on uint8: 1/sqrt(D*sum(x^2) - sum(x)^2); 0 for degenerate rows
+//   w: unused
+using RowStats = float4;
+
+// Converts `rows` descriptors (row-major, `dim` wide, uint8 or float) to operands of `padded_dim`
+// columns (zero padding): int8 (shifted), float or half, and computes their RowStats.
+// out_type: 0 int8, 1 float, 2 half.
+void LaunchPrepare(const void* raw, bool raw_is_uint8, int64_t rows, int32_t dim,
+                   int32_t padded_dim, MetricCode metric, OperandKind kind, int out_type,
+                   void* operands, RowStats* stats, cudaStream_t stream);
+
+// Turns a tile of inner products (row-major [query][corpus], int32 when `ip_is_int`, else float)
+// into float distances in place. Column c uses cstats[c * cstride] (strided corpus samples).
+void LaunchDistanceEpilogue(void* tile, bool ip_is_int, int64_t rows, int64_t cols, int64_t ld,
+                            const RowStats* qstats, const RowStats* cstats, int64_t cstride,
+                            MetricCode metric, OperandKind kind, int32_t dim,
+                            cudaStream_t stream);
+
+// Fills rows x k with (+inf, -1): empty running lists.
+void LaunchFillEmpty(float* vals, int64_t* idx, int64_t count, cudaStream_t stream);
+
+// Merges, per row, the sorted running list (k entries, updated in place) with a sorted tile list
+// (kb entries whose indices get `offset` added unless negative). Total order: value ascending,
+// NaN after +inf, ties to the lower index, index -1 (padding) last.
+void LaunchMergeTopK(float* run_vals, int64_t* run_idx, int64_t k, const float* tile_vals,
+                     const int64_t* tile_idx, int64_t kb, int64_t offset, int64_t rows,
+                     cudaStream_t stream);
+
+// k-NN graph: row r of the (k+1)-lists without its own index r (or without its last entry when
+// r is absent), written as k-lists. `row0` is the global index of row 0.
+void LaunchDropSelf(const float* in_vals, const int64_t* in_idx, int64_t k, int64_t rows,
+                    int64_t row0, float* out_vals, int64_t* out_idx, cudaStream_t stream);
+
+// ---- fused int8 path -----------------------------------------------------------------------
+
+// Scores every query against corpus rows [0, n) with int8 tensor cores and keeps, per query, the
+// rows whose distance is <= thresholds[q] as 64-bit keys (ordered distance bits << 32 | index) in
+// keys[q * capacity + slot]; counts[q] gets the number found (may exceed capacity: overflow).
+// Operands are int8 (shifted), padded_dim a multiple of 32 and <= 256.
+void LaunchFusedFilterInt8(const int8_t* queries, const RowStats* qstats, int64_t nq,
+                           const int8_t* corpus, const RowStats* cstats, int64_t n,
+                           int32_t padded_dim, int32_t dim, MetricCode metric,
+                           const float* thresholds, uint64_t* keys, int32_t* counts,
+                           int64_t capacity, int num_sms, cudaStream_t stream);
+
+// Strided k-th value: thresholds[q] = vals[q * k + k - 1].
+void LaunchKthColumn(const float* vals, int64_t k, int64_t rows, float* thresholds,
+                     cudaStream_t stream);
+
+// Sorts each query's candidate keys and writes the first k as (distance, index). Any count above
+// `capacity` sets *overflow. Uses `temp` (size from FinalizeTempBytes) as CUB scratch.
+std::size_t FinalizeTempBytes(int64_t nq, int64_t capacity);
+void LaunchFinalizeCandidates(uint64_t* keys, uint64_t* keys_alt, const int32_t* counts,
+                              int64_t nq, int64_t capacity, int64_t k, float* out_vals,
+                              int64_t* out_idx, int32_t* overflow, int64_t* total, void* temp,
+                              std::size_t temp_bytes, cudaStream_t stream);
+
+}  // namespace fm::gpu::detail
