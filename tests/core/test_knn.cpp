@@ -56,8 +56,12 @@ TEST_P(CpuKnnExact, MatchesBruteForceOnUint8) {
   auto c = RandomU8(s.n, s.dim, 2);
   KnnParams p;
   p.k = s.k;
-  auto backend = CreateCpuKnnBackend();
-  ExpectSame(backend->Search(q, c, p), BruteForceKnn(q, c, p));
+  const KnnResult want = BruteForceKnn(q, c, p);
+  for (bool integer : {true, false}) {
+    SCOPED_TRACE(integer ? "integer kernel" : "float GEMM");
+    auto backend = CreateCpuKnnBackend(CpuKnnOptions{integer});
+    ExpectSame(backend->Search(q, c, p), want);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -65,7 +69,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Shape{1, 1, 128, 1}, Shape{5, 1, 128, 3}, Shape{100, 7, 128, 7},
                       Shape{100, 7, 128, 10}, Shape{300, 2500, 128, 2}, Shape{70, 1500, 128, 17},
                       Shape{130, 3000, 128, 100}, Shape{64, 1100, 32, 1024},
-                      Shape{3, 5000, 128, 2048}, Shape{200, 1029, 13, 5}));
+                      Shape{3, 5000, 128, 2048}, Shape{200, 1029, 13, 5},
+                      Shape{49, 1025, 128, 2}, Shape{7, 65, 130, 64}));
 
 TEST(CpuKnn, TiesGoToTheLowerIndex) {
   // Few distinct values: many equal distances.
@@ -74,7 +79,9 @@ TEST(CpuKnn, TiesGoToTheLowerIndex) {
   for (int64_t k : {1, 2, 20, 40}) {
     KnnParams p;
     p.k = k;
-    ExpectSame(CreateCpuKnnBackend()->Search(q, c, p), BruteForceKnn(q, c, p));
+    const KnnResult want = BruteForceKnn(q, c, p);
+    ExpectSame(CreateCpuKnnBackend(CpuKnnOptions{true})->Search(q, c, p), want);
+    ExpectSame(CreateCpuKnnBackend(CpuKnnOptions{false})->Search(q, c, p), want);
   }
 }
 

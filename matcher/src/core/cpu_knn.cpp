@@ -13,13 +13,14 @@
 #include "fm/core/knn.h"
 #include "gemm.h"
 #include "order.h"
+#include "row_topk.h"
+#include "uint8_l2.h"
 
 namespace fm::core {
 namespace {
 
 constexpr int64_t kQueryBlock = 64;
 constexpr int64_t kCorpusBlock = 1024;
-constexpr int64_t kInsertionMaxK = 16;  // above this, candidates are buffered and merged
 
 // Float copy of descriptors prepared for a metric: centred for Pearson, unit length for cosine
 // and Pearson (zero vectors stay zero), plus squared norms for L2.
@@ -69,98 +70,20 @@ Prepared Prepare(const DescriptorMatrix& m, Metric metric) {
   return p;
 }
 
-// Running top-k of one query, kept sorted in its output row (distances `v`, indices `ix`).
-class RowTopK {
- public:
-  RowTopK(int64_t k, float* v, int64_t* ix) : k_(k), v_(v), ix_(ix) {
-    if (k_ > kInsertionMaxK) {
-      bv_.reserve(k_);
-      bi_.reserve(k_);
-      mv_.resize(k_);
-      mi_.resize(k_);
-    }
-    Refresh();
-  }
-
-  // Offers distance d of corpus index j; indices must arrive in increasing order.
-  inline void Offer(float d, int64_t j) {
-    if (!(d < thr_) && !(special_ && detail::NeighbourLess(d, j, v_[k_ - 1], ix_[k_ - 1])))
-      return;
-    if (k_ <= kInsertionMaxK) {
-      Insert(d, j);
-    } else {
-      bv_.push_back(d);
-      bi_.push_back(j);
-      if (static_cast<int64_t>(bv_.size()) == k_) Flush();
-    }
-  }
-
-  void Flush() {
-    if (bv_.empty()) return;
-    const std::size_t nb = bv_.size();
-    order_.resize(nb);
-    for (std::size_t i = 0; i < nb; ++i) order_[i] = static_cast<uint32_t>(i);
-    std::sort(order_.begin(), order_.end(), [&](uint32_t a, uint32_t b) {
-      return detail::NeighbourLess(bv_[a], bi_[a], bv_[b], bi_[b]);
-    });
-    // Merge the sorted buffer with the current top-k, keep the k smallest.
-    int64_t a = 0;
-    std::size_t b = 0;
-    for (int64_t o = 0; o < k_; ++o) {
-      if (b < nb && detail::NeighbourLess(bv_[order_[b]], bi_[order_[b]], v_[a], ix_[a])) {
-        mv_[o] = bv_[order_[b]];
-        mi_[o] = bi_[order_[b]];
-        ++b;
-      } else {
-        mv_[o] = v_[a];
-        mi_[o] = ix_[a];
-        ++a;
-      }
-    }
-    std::copy(mv_.begin(), mv_.end(), v_);
-    std::copy(mi_.begin(), mi_.end(), ix_);
-    bv_.clear();
-    bi_.clear();
-    Refresh();
-  }
-
- private:
-  void Insert(float d, int64_t j) {
-    int64_t p = k_ - 1;
-    while (p > 0 && detail::NeighbourLess(d, j, v_[p - 1], ix_[p - 1])) {
-      v_[p] = v_[p - 1];
-      ix_[p] = ix_[p - 1];
-      --p;
-    }
-    v_[p] = d;
-    ix_[p] = j;
-    Refresh();
-  }
-
-  void Refresh() {
-    thr_ = v_[k_ - 1];
-    special_ = ix_[k_ - 1] < 0 || std::isnan(thr_);
-    if (special_) thr_ = -std::numeric_limits<float>::infinity();  // force the full comparison
-  }
-
-  int64_t k_;
-  float* v_;
-  int64_t* ix_;
-  float thr_ = 0;
-  bool special_ = true;
-  std::vector<float> bv_, mv_;
-  std::vector<int64_t> bi_, mi_;
-  std::vector<uint32_t> order_;
-};
+using detail::RowTopK;
 
 class CpuKnnBackend final : public KnnBackend {
  public:
-  CpuKnnBackend() { detail::UseSingleThreadedBlas(); }
+  explicit CpuKnnBackend(const CpuKnnOptions& options)
+      : integer_kernel_(options.integer_kernels && detail::HaveUint8L2Kernel()) {
+    detail::UseSingleThreadedBlas();
+  }
 
   std::string name() const override { return "cpu"; }
   std::string description() const override {
     return "cpu (" + std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
-           " threads, " + detail::GemmLibraryName() + " GEMM)";
+           " threads, " + detail::GemmLibraryName() + " GEMM" +
+           (integer_kernel_ ? ", AVX-512 VNNI for uint8 L2)" : ")");
   }
 
   KnnResult Search(const DescriptorMatrix& queries, const DescriptorMatrix& corpus,
@@ -175,14 +98,19 @@ class CpuKnnBackend final : public KnnBackend {
     if (nq == 0 || n == 0) return r;
 
     const Metric metric = params.metric;
-    const Prepared q = Prepare(queries, metric);
-    const Prepared c = Prepare(corpus, metric);
     const int64_t d = queries.dim();
-    const int64_t blocks = (nq + kQueryBlock - 1) / kQueryBlock;
     int threads = params.threads > 0 ? params.threads
                                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     // Small problems do not pay for threads.
     if (static_cast<double>(nq) * static_cast<double>(n) * static_cast<double>(d) < 2e6) threads = 1;
+    if (integer_kernel_ && metric == Metric::kL2Squared &&
+        queries.type() == DescriptorType::kUint8) {
+      detail::Uint8L2Knn(queries, corpus, k, threads, r);
+      return r;
+    }
+    const Prepared q = Prepare(queries, metric);
+    const Prepared c = Prepare(corpus, metric);
+    const int64_t blocks = (nq + kQueryBlock - 1) / kQueryBlock;
     threads = static_cast<int>(std::min<int64_t>(threads, blocks));
 
     std::atomic<int64_t> next{0};
@@ -203,21 +131,20 @@ class CpuKnnBackend final : public KnnBackend {
             detail::GemmNT(qn, cn, d, q.data.data() + q0 * d, d, c.data.data() + c0 * d, d,
                            tile.data(), cn);
             for (int64_t i = 0; i < qn; ++i) {
-              const float* row = tile.data() + i * cn;
-              RowTopK& top = tops[i];
+              float* row = tile.data() + i * cn;
               if (metric == Metric::kL2Squared) {
                 const float qn2 = q.norms[q0 + i];
                 const float* cn2 = c.norms.data() + c0;
                 for (int64_t j = 0; j < cn; ++j) {
-                  float dist = (qn2 + cn2[j]) - 2.0f * row[j];
-                  if (dist < 0) dist = 0;  // rounding on real-valued data
-                  top.Offer(dist, c0 + j);
+                  const float dist = (qn2 + cn2[j]) - 2.0f * row[j];
+                  row[j] = dist < 0 ? 0.0f : dist;  // rounding on real-valued data
                 }
               } else if (metric == Metric::kInnerProduct) {
-                for (int64_t j = 0; j < cn; ++j) top.Offer(-row[j], c0 + j);
+                for (int64_t j = 0; j < cn; ++j) row[j] = -row[j];
               } else {
-                for (int64_t j = 0; j < cn; ++j) top.Offer(1.0f - row[j], c0 + j);
+                for (int64_t j = 0; j < cn; ++j) row[j] = 1.0f - row[j];
               }
+              detail::OfferRow(row, cn, c0, tops[i]);
             }
           }
           for (auto& top : tops) top.Flush();
@@ -238,10 +165,15 @@ class CpuKnnBackend final : public KnnBackend {
     if (error) std::rethrow_exception(error);
     return r;
   }
+
+ private:
+  bool integer_kernel_;
 };
 
 }  // namespace
 
-std::unique_ptr<KnnBackend> CreateCpuKnnBackend() { return std::make_unique<CpuKnnBackend>(); }
+std::unique_ptr<KnnBackend> CreateCpuKnnBackend(const CpuKnnOptions& options) {
+  return std::make_unique<CpuKnnBackend>(options);
+}
 
 }  // namespace fm::core

@@ -55,8 +55,14 @@ class KnnBackend {
 void CheckKnnArguments(const DescriptorMatrix& queries, const DescriptorMatrix& corpus,
                        const KnnParams& params);
 
-// The multi-threaded CPU backend (BLAS GEMM + per-row selection).
-std::unique_ptr<KnnBackend> CreateCpuKnnBackend();
+struct CpuKnnOptions {
+  // Use the integer (AVX-512 VNNI) kernel for uint8 descriptors under squared L2 when the
+  // processor has it; otherwise, and for every other case, float GEMM through BLAS.
+  bool integer_kernels = true;
+};
+
+// The multi-threaded CPU backend (BLAS GEMM or integer kernel + per-row selection).
+std::unique_ptr<KnnBackend> CreateCpuKnnBackend(const CpuKnnOptions& options = {});
 
 // Brute-force reference: double-precision distances, full sort. Slow; for tests.
 KnnResult BruteForceKnn(const DescriptorMatrix& queries, const DescriptorMatrix& corpus,
