@@ -13,7 +13,7 @@ cmake -S . -B /tmp/b -G Ninja -DFM_GPU_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
 cmake --build /tmp/b -j16 --target fm_gpu_tests featmatch-bench >> $OUT/build.log 2>&1 ||
   { tail -40 $OUT/build.log; exit 1; }
 echo "== build ok"
-T=/tmp/b/tests/gpu/fm_gpu_tests
+T=/tmp/b/tests/fm_gpu_tests
 timeout 240 $T --gtest_filter='*Select*' --gtest_brief=1 > $OUT/tests.log 2>&1
 echo "== tests rc=$?"; grep -E "FAILED|PASSED|Failure" $OUT/tests.log | head -30
 SAN='AlgoKShape/SelectKTest.*_k33_*:AlgoKShape/SelectKTest.*_k1000_*:AlgoKShape/SelectKTest.*_k2048_n33:SelectKArgs.*'

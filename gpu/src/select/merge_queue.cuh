@@ -24,7 +24,7 @@ struct MergeQueueConfig {
 };
 
 template <int KB, int T, int U>
-__global__ void __launch_bounds__(T) MergeQueueKernel(SelectArgs a, int64_t row0) {
+__global__ void __launch_bounds__(T, 3) MergeQueueKernel(SelectArgs a, int64_t row0) {
   using C = MergeQueueConfig<KB, T, U>;
   extern __shared__ u64 smem[];
   u64* queue = smem;
@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(T) MergeQueueKernel(SelectArgs a, int64_t row0
 
 template <int KB>
 void LaunchMergeQueue(const SelectArgs& a) {
-  constexpr int T = 256, U = 2;
+  constexpr int T = 256, U = 4;
   using C = MergeQueueConfig<KB, T, U>;
   auto kernel = MergeQueueKernel<KB, T, U>;
   PrepareSharedMemory(kernel, C::kShared, a);

@@ -114,7 +114,7 @@ __device__ u64 QuickCompact(u64* buf, int n, int k, QmsShared& qs) {
 }
 
 template <int KB, int T, int U>
-__global__ void __launch_bounds__(T) QuickMultiSelectKernel(SelectArgs a, int64_t row0) {
+__global__ void __launch_bounds__(T, 3) QuickMultiSelectKernel(SelectArgs a, int64_t row0) {
   using C = QmsConfig<KB, T, U>;
   extern __shared__ u64 smem[];
   u64* buf = smem;
@@ -143,7 +143,7 @@ __global__ void __launch_bounds__(T) QuickMultiSelectKernel(SelectArgs a, int64_
 
 template <int KB>
 void LaunchQuickMultiSelect(const SelectArgs& a) {
-  constexpr int T = 256, U = 2;
+  constexpr int T = 256, U = 4;
   using C = QmsConfig<KB, T, U>;
   auto kernel = QuickMultiSelectKernel<KB, T, U>;
   PrepareSharedMemory(kernel, C::kShared, a);

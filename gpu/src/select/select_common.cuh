@@ -37,7 +37,27 @@ struct SelectArgs {
   const int64_t* in_indices = nullptr;
   cudaStream_t stream = nullptr;
   int max_shared_bytes = 0;  // opt-in shared memory limit per block of the device
+  // Long rows may be cut into `segments` pieces of seg_len columns (the last takes the rest);
+  // launch row v is then piece v % segments of row v / segments (select_k.cu merges the pieces).
+  int64_t segments = 1;
+  int64_t seg_len = 0;
 };
+
+// One launch row: its data, length, first column and the source row it belongs to.
+struct RowView {
+  const float* p;
+  int64_t cols;
+  int64_t col0;
+  int64_t src_row;
+};
+
+__host__ __device__ inline RowView GetRow(const SelectArgs& a, int64_t v) {
+  if (a.segments == 1) return {a.distances + v * a.row_stride, a.cols, 0, v};
+  const int64_t r = v / a.segments, s = v % a.segments;
+  const int64_t c0 = s * a.seg_len;
+  const int64_t n = s == a.segments - 1 ? a.cols - c0 : a.seg_len;
+  return {a.distances + r * a.row_stride + c0, n, c0, r};
+}
 
 __host__ __device__ inline unsigned FloatKey(float v) {
   unsigned u;
@@ -83,6 +103,7 @@ __device__ inline unsigned LaneMaskLt() {
 // Writes the first k words of `sorted` (ascending, shared memory) as row `row` of the output.
 template <int T>
 __device__ void WriteRow(const SelectArgs& a, int64_t row, const u64* sorted) {
+  const RowView rv = GetRow(a, row);
   const int64_t out0 = row * static_cast<int64_t>(a.k);
   for (int i = threadIdx.x; i < a.k; i += T) {
     const u64 w = sorted[i];
@@ -93,8 +114,8 @@ __device__ void WriteRow(const SelectArgs& a, int64_t row, const u64* sorted) {
       idx = -1;
     } else {
       v = KeyToFloat(static_cast<unsigned>(w >> 32));
-      const int64_t col = static_cast<int64_t>(w & 0xffffffffull);
-      idx = a.in_indices ? a.in_indices[row * a.row_stride + col] : col;
+      const int64_t col = rv.col0 + static_cast<int64_t>(w & 0xffffffffull);
+      idx = a.in_indices ? a.in_indices[rv.src_row * a.row_stride + col] : col;
     }
     a.out_values[out0 + i] = v;
     a.out_indices[out0 + i] = idx;

@@ -1,4 +1,5 @@
 // select_k: argument checks, the choice of algorithm (kAuto) and the dispatch to a bucket of k.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <stdexcept>
@@ -44,6 +45,29 @@ void DispatchBucket(const SelectArgs& a) {
     case 512: return L512(a);
     case 1024: return L1024(a);
     default: return L2048(a);
+  }
+}
+
+void Launch(SelectAlgo use, const SelectArgs& a) {
+  switch (use) {
+    case SelectAlgo::kTruncatedBitonic:
+      DispatchBucket<LaunchTbis<32>, LaunchTbis<64>, LaunchTbis<128>, LaunchTbis<256>,
+                     LaunchTbis<512>, LaunchTbis<1024>, LaunchTbis<2048>>(a);
+      break;
+    case SelectAlgo::kMergeQueue:
+      DispatchBucket<LaunchMergeQueue<32>, LaunchMergeQueue<64>, LaunchMergeQueue<128>,
+                     LaunchMergeQueue<256>, LaunchMergeQueue<512>, LaunchMergeQueue<1024>,
+                     LaunchMergeQueue<2048>>(a);
+      break;
+    case SelectAlgo::kQuickMultiSelect:
+      DispatchBucket<LaunchQuickMultiSelect<32>, LaunchQuickMultiSelect<64>,
+                     LaunchQuickMultiSelect<128>, LaunchQuickMultiSelect<256>,
+                     LaunchQuickMultiSelect<512>, LaunchQuickMultiSelect<1024>,
+                     LaunchQuickMultiSelect<2048>>(a);
+      break;
+    default:
+      LaunchSortTruncate(a);
+      break;
   }
 }
 
@@ -129,26 +153,42 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
   a.stream = AsStream(res.stream());
   FM_CUDA_CHECK(cudaDeviceGetAttribute(&a.max_shared_bytes,
                                        cudaDevAttrMaxSharedMemoryPerBlockOptin, res.device()));
-  switch (use) {
-    case SelectAlgo::kTruncatedBitonic:
-      DispatchBucket<LaunchTbis<32>, LaunchTbis<64>, LaunchTbis<128>, LaunchTbis<256>,
-                     LaunchTbis<512>, LaunchTbis<1024>, LaunchTbis<2048>>(a);
-      break;
-    case SelectAlgo::kMergeQueue:
-      DispatchBucket<LaunchMergeQueue<32>, LaunchMergeQueue<64>, LaunchMergeQueue<128>,
-                     LaunchMergeQueue<256>, LaunchMergeQueue<512>, LaunchMergeQueue<1024>,
-                     LaunchMergeQueue<2048>>(a);
-      break;
-    case SelectAlgo::kQuickMultiSelect:
-      DispatchBucket<LaunchQuickMultiSelect<32>, LaunchQuickMultiSelect<64>,
-                     LaunchQuickMultiSelect<128>, LaunchQuickMultiSelect<256>,
-                     LaunchQuickMultiSelect<512>, LaunchQuickMultiSelect<1024>,
-                     LaunchQuickMultiSelect<2048>>(a);
-      break;
-    default:
-      LaunchSortTruncate(a);
-      break;
+  int sms = 0;
+  FM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, res.device()));
+  if (use == SelectAlgo::kMergeQueue || use == SelectAlgo::kQuickMultiSelect) {
+    // Few long rows leave SMs idle with one block per row: cut each row into pieces (each at
+    // least 16384 and 8k columns, a multiple of 4 so 16-byte loads stay aligned), select k in
+    // every piece, then select k again over the pieces' results, carrying their indices.
+    const int64_t want = 6 * static_cast<int64_t>(sms);  // launch rows that fill the GPU
+    const int64_t min_len = std::max<int64_t>(16384, 8 * k);
+    if (rows < want && cols >= 2 * min_len) {
+      int64_t pieces = std::min((want + rows - 1) / rows, cols / min_len);
+      int64_t len = (cols / pieces + 3) / 4 * 4;
+      pieces = std::max<int64_t>(1, cols / len);  // the last piece takes the rest (>= len)
+      if (pieces > 1) {
+        const int64_t inter = rows * pieces * k;
+        char* ws = static_cast<char*>(SelectWorkspace(
+            static_cast<size_t>(inter) * (sizeof(float) + sizeof(int64_t)) + 256, a.stream));
+        int64_t* mid_idx = reinterpret_cast<int64_t*>(ws);
+        float* mid_val = reinterpret_cast<float*>(ws + inter * sizeof(int64_t));
+        SelectArgs s1 = a;
+        s1.rows = rows * pieces;
+        s1.segments = pieces;
+        s1.seg_len = len;
+        s1.out_values = mid_val;
+        s1.out_indices = mid_idx;
+        Launch(use, s1);
+        SelectArgs s2 = a;
+        s2.distances = mid_val;
+        s2.cols = pieces * k;
+        s2.row_stride = pieces * k;
+        s2.in_indices = mid_idx;
+        Launch(use, s2);
+        return;
+      }
+    }
   }
+  Launch(use, a);
 }
 
 }  // namespace fm::gpu

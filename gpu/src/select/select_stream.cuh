@@ -23,53 +23,64 @@ struct StreamShared {
 // from position `start` on; `flush_at`: after a chunk, when more than this many words are
 // buffered, flush(n) is called by all threads and returns the new fill (it must update
 // ss.threshold and end with __syncthreads). Returns the final fill of the buffer.
+// Loads chunk `base` of a row: U float4 per thread (vector path) or, for a misaligned row,
+// 4 * U scalars per thread; columns past the row's end read as NaN and are masked later.
+template <int T, int U>
+__device__ inline void LoadChunk(const float* rp, int64_t cols, int64_t base, bool vec,
+                                 float4 (&v)[U]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int64_t c0 = base + static_cast<int64_t>(u * T + threadIdx.x) * 4;
+    if (vec && c0 + 3 < cols) {
+      v[u] = __ldcs(reinterpret_cast<const float4*>(rp + c0));
+    } else {
+      float e4[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int64_t c =
+            vec ? c0 + e : base + static_cast<int64_t>((u * 4 + e) * T + threadIdx.x);
+        e4[e] = c < cols ? __ldcs(rp + c) : __int_as_float(0x7fffffff);
+      }
+      v[u] = make_float4(e4[0], e4[1], e4[2], e4[3]);
+    }
+  }
+}
+
+__device__ inline float Lane4(const float4& f, int e) {
+  return e == 0 ? f.x : e == 1 ? f.y : e == 2 ? f.z : f.w;
+}
+
+// Streams row `row` of a. T threads, U float4 per thread per chunk; the next chunk's loads are
+// issued before the current chunk is filtered, so the block barrier never drains the memory
+// pipe. `buf` receives candidates from position `start` on; `flush_at`: after a chunk, when more
+// than this many words are buffered, flush(n) is called by all threads and returns the new fill
+// (it must update ss.threshold and end with __syncthreads). Returns the final fill.
 template <int T, int U, typename Flush>
 __device__ int StreamRow(const SelectArgs& a, int64_t row, u64* buf, int start, int flush_at,
                          StreamShared& ss, Flush&& flush) {
   constexpr int kChunk = T * 4 * U;
-  const float* rp = a.distances + row * a.row_stride;
-  const int64_t cols = a.cols;
+  const RowView rv = GetRow(a, row);
+  const float* rp = rv.p;
+  const int64_t cols = rv.cols;
   const bool vec = (reinterpret_cast<uintptr_t>(rp) & 15u) == 0;
   const int lane = threadIdx.x & 31;
   const unsigned lt = LaneMaskLt();
+  float4 cur[U], nxt[U];
+  if (cols > 0) LoadChunk<T, U>(rp, cols, 0, vec, cur);
   int it = 0;
   for (int64_t base = 0; base < cols; base += kChunk, ++it) {
+    if (base + kChunk < cols) LoadChunk<T, U>(rp, cols, base + kChunk, vec, nxt);
     int* ctr = &ss.count[it % 3];
     if (threadIdx.x == 0) ss.count[(it + 1) % 3] = 0;
     const u64 thr = ss.threshold;
     const unsigned thr_key = static_cast<unsigned>(thr >> 32);
-    float v[U][4];
-    // Load the chunk: vector path (float4 per thread) or, for a misaligned row, scalars.
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t c0 = base + static_cast<int64_t>(u * T + threadIdx.x) * 4;
-      if (vec && c0 + 3 < cols) {
-        const float4 f = __ldcs(reinterpret_cast<const float4*>(rp + c0));
-        v[u][0] = f.x;
-        v[u][1] = f.y;
-        v[u][2] = f.z;
-        v[u][3] = f.w;
-      } else {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int64_t c =
-              vec ? c0 + e : base + static_cast<int64_t>((u * 4 + e) * T + threadIdx.x);
-          v[u][e] = c < cols ? __ldcs(rp + c) : __int_as_float(0x7fffffff);
-        }
-      }
-    }
     // Group minima: one compare of the smallest key of each float4 against the threshold.
-    unsigned keys[U][4];
     bool any = false;
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      unsigned gmin = 0xffffffffu;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        keys[u][e] = FloatKey(v[u][e]);
-        gmin = min(gmin, keys[u][e]);
-      }
-      any |= gmin <= thr_key;
+      const unsigned g = min(min(FloatKey(cur[u].x), FloatKey(cur[u].y)),
+                             min(FloatKey(cur[u].z), FloatKey(cur[u].w)));
+      any |= g <= thr_key;
     }
     if (__any_sync(kFullMask, any)) {
 #pragma unroll
@@ -79,8 +90,9 @@ __device__ int StreamRow(const SelectArgs& a, int64_t row, u64* buf, int start, 
           const int64_t c =
               vec ? base + static_cast<int64_t>(u * T + threadIdx.x) * 4 + e
                   : base + static_cast<int64_t>((u * 4 + e) * T + threadIdx.x);
-          const u64 w = Pack(keys[u][e], c);
-          const bool cand = keys[u][e] <= thr_key && c < cols && w < thr;
+          const unsigned key = FloatKey(Lane4(cur[u], e));
+          const u64 w = Pack(key, c);
+          const bool cand = key <= thr_key && c < cols && w < thr;
           const unsigned ballot = __ballot_sync(kFullMask, cand);
           if (ballot) {
             int wbase = 0;
@@ -94,6 +106,8 @@ __device__ int StreamRow(const SelectArgs& a, int64_t row, u64* buf, int start, 
     __syncthreads();
     start += *ctr;
     if (start > flush_at) start = flush(start);
+#pragma unroll
+    for (int u = 0; u < U; ++u) cur[u] = nxt[u];
   }
   return start;
 }

@@ -25,14 +25,15 @@ __global__ void __launch_bounds__(T) TbisKernel(SelectArgs a, int64_t row0) {
   u64* result = smem;
   u64* tile = smem + KB;
   const int64_t row = row0 + blockIdx.x;
-  const float* rp = a.distances + row * a.row_stride;
+  const RowView rv = GetRow(a, row);
+  const float* rp = rv.p;
   for (int i = threadIdx.x; i < KB; i += T) result[i] = kSentinel;
   u64 thr = kSentinel;
-  for (int64_t base = 0; base < a.cols; base += C::kTile) {
+  for (int64_t base = 0; base < rv.cols; base += C::kTile) {
     bool any = false;
     for (int i = threadIdx.x; i < C::kTile; i += T) {
       const int64_t c = base + i;
-      const u64 w = c < a.cols ? Pack(FloatKey(__ldcs(rp + c)), c) : kSentinel;
+      const u64 w = c < rv.cols ? Pack(FloatKey(__ldcs(rp + c)), c) : kSentinel;
       any |= w < thr;
       tile[i] = w;
     }
