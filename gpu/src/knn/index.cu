@@ -181,6 +181,15 @@ struct Index::Impl {
   static constexpr std::size_t kWorkspaceBytes = 32u << 20;
   detail::LtGemm lt;
   SearchStats stats;
+  // Scratch kept across searches (grow-only), so that repeated searches allocate nothing.
+  DeviceBuffer<uint8_t> s_qraw, s_qop, s_temp;
+  DeviceBuffer<RowStats> s_qst;
+  DeviceBuffer<float> s_ov, s_gv, s_tile[2], s_tv[2], s_thr;
+  DeviceBuffer<int64_t> s_oi, s_gi, s_ti[2], s_total;
+  DeviceBuffer<uint64_t> s_keys, s_keys_alt;
+  DeviceBuffer<int32_t> s_counts;
+  std::vector<DeviceBuffer<uint8_t>> s_ring;
+  std::vector<DeviceBuffer<RowStats>> s_ring_st;
 
   std::size_t RowBytes() const { return static_cast<std::size_t>(dp) * es; }
   std::size_t RawRowBytes() const {
@@ -353,9 +362,9 @@ struct Index::Impl {
     stats.tile_rows = qt;
     stats.tile_cols = ct;
 
-    DeviceBuffer<float> tile[2];
-    DeviceBuffer<float> tv[2];
-    DeviceBuffer<int64_t> ti[2];
+    DeviceBuffer<float>* tile = s_tile;
+    DeviceBuffer<float>* tv = s_tv;
+    DeviceBuffer<int64_t>* ti = s_ti;
     for (int b = 0; b < 2; ++b) {
       tile[b].Resize(static_cast<std::size_t>(qt) * ld);
       tv[b].Resize(static_cast<std::size_t>(qt) * kt);
@@ -363,8 +372,12 @@ struct Index::Impl {
     }
     CudaEvent ev_scored[2], ev_free[2], ev_start;
     const int nbuf = host_mode ? opt.stream_buffers : 0;
-    std::vector<DeviceBuffer<uint8_t>> ring(nbuf);
-    std::vector<DeviceBuffer<RowStats>> ring_st(nbuf);
+    if (static_cast<int>(s_ring.size()) < nbuf) {
+      s_ring.resize(nbuf);
+      s_ring_st.resize(nbuf);
+    }
+    auto& ring = s_ring;
+    auto& ring_st = s_ring_st;
     std::vector<std::unique_ptr<CudaEvent>> ev_copied, ev_slot_free;
     for (int i = 0; i < nbuf; ++i) {
       ring[i].Resize(static_cast<std::size_t>(ring_rows) * RowBytes());
@@ -461,10 +474,8 @@ struct Index::Impl {
   bool SearchFused(const uint8_t* qop, const RowStats* qst, int64_t nq, int64_t k, float* out_v,
                    int64_t* out_i, StageTimer& t_score, StageTimer& t_select) {
     cudaStream_t ms = main();
-    int64_t cap = opt.fused_candidates > 0 ? opt.fused_candidates
-                                           : std::clamp<int64_t>(NextPow2(128 * k), 2048, 16384);
-    if (opt.fused_candidates == 0)
-      while (cap < 16384 && nq * cap * 2 <= (int64_t{1} << 25)) cap *= 2;
+    int64_t cap = std::clamp<int64_t>(NextPow2(128 * k), 2048, 16384);
+    while (cap < 16384 && nq * cap * 2 <= (int64_t{1} << 25)) cap *= 2;
     const std::size_t avail = FreeForScratch(nq, k);
     while (cap > 2 * k && (static_cast<std::size_t>(nq) * cap * 16 > avail / 2 ||
                            nq * cap >= (int64_t{1} << 31)))
@@ -477,16 +488,22 @@ struct Index::Impl {
     const int64_t stride = std::max<int64_t>(1, n / sample);
     sample = (n - 1) / stride + 1;
     if (sample * 2 > n) return false;
+    // The testing knob shrinks the buffers, not the sample: it forces overflows.
+    if (opt.fused_candidates > 0) cap = opt.fused_candidates;
 
     // 1. Thresholds: exact top-k of the strided sample, by GEMM + epilogue + select_k.
-    DeviceBuffer<float> thr(static_cast<std::size_t>(nq));
+    DeviceBuffer<float>& thr = s_thr;
+    thr.Resize(static_cast<std::size_t>(nq));
     {
       const int64_t ld = RoundUp(sample, 16);
       int64_t qt = std::max<int64_t>(
           1, std::min<int64_t>(nq, static_cast<int64_t>(avail / 4 / (4 * ld))));
-      DeviceBuffer<float> tile(static_cast<std::size_t>(qt) * ld);
-      DeviceBuffer<float> sv(static_cast<std::size_t>(qt) * k);
-      DeviceBuffer<int64_t> si(static_cast<std::size_t>(qt) * k);
+      DeviceBuffer<float>& tile = s_tile[0];
+      DeviceBuffer<float>& sv = s_tv[0];
+      DeviceBuffer<int64_t>& si = s_ti[0];
+      tile.Resize(static_cast<std::size_t>(qt) * ld);
+      sv.Resize(static_cast<std::size_t>(qt) * k);
+      si.Resize(static_cast<std::size_t>(qt) * k);
       for (int64_t q0 = 0; q0 < nq; q0 += qt) {
         const int64_t qn = std::min(qt, nq - q0);
         t_score.Begin(ms);
@@ -501,12 +518,17 @@ struct Index::Impl {
       }
     }
     // 2. Fused scoring and filtering over the whole corpus.
-    DeviceBuffer<uint64_t> keys(static_cast<std::size_t>(nq) * cap);
-    DeviceBuffer<uint64_t> keys_alt(static_cast<std::size_t>(nq) * cap);
-    DeviceBuffer<int32_t> counts(static_cast<std::size_t>(nq) + 2);
-    DeviceBuffer<int64_t> total(1);
+    DeviceBuffer<uint64_t>& keys = s_keys;
+    DeviceBuffer<uint64_t>& keys_alt = s_keys_alt;
+    DeviceBuffer<int32_t>& counts = s_counts;
+    DeviceBuffer<int64_t>& total = s_total;
+    DeviceBuffer<uint8_t>& temp = s_temp;
+    keys.Resize(static_cast<std::size_t>(nq) * cap);
+    keys_alt.Resize(static_cast<std::size_t>(nq) * cap);
+    counts.Resize(static_cast<std::size_t>(nq) + 2);
+    total.Resize(1);
     const std::size_t temp_bytes = detail::FinalizeTempBytes(nq, cap);
-    DeviceBuffer<uint8_t> temp(temp_bytes);
+    temp.Resize(temp_bytes);
     FM_CUDA_CHECK(cudaMemsetAsync(counts.data(), 0, (nq + 2) * sizeof(int32_t), ms));
     FM_CUDA_CHECK(cudaMemsetAsync(total.data(), 0, sizeof(int64_t), ms));
     t_score.Begin(ms);
@@ -584,13 +606,15 @@ struct Index::Impl {
         t_select(opt.collect_stats), t_copy(opt.collect_stats);
     cudaStream_t ms = main();
     const auto out_kind = so.outputs_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost;
-    DeviceBuffer<float> ov(static_cast<std::size_t>(nq) * k);
-    DeviceBuffer<int64_t> oi(static_cast<std::size_t>(nq) * k);
+    DeviceBuffer<float>& ov = s_ov;
+    DeviceBuffer<int64_t>& oi = s_oi;
+    ov.Resize(static_cast<std::size_t>(nq) * k);
+    oi.Resize(static_cast<std::size_t>(nq) * k);
     if (n == 0) {
       detail::LaunchFillEmpty(ov.data(), oi.data(), nq * k, ms);
     } else {
       t_prep.Begin(ms);
-      DeviceBuffer<uint8_t> raw;
+      DeviceBuffer<uint8_t>& raw = s_qraw;
       const void* raw_dev = queries;
       if (!so.queries_on_device) {
         raw.Resize(static_cast<std::size_t>(nq) * RawRowBytes());
@@ -598,8 +622,10 @@ struct Index::Impl {
                                       cudaMemcpyHostToDevice, ms));
         raw_dev = raw.data();
       }
-      DeviceBuffer<uint8_t> qop(static_cast<std::size_t>(nq) * RowBytes());
-      DeviceBuffer<RowStats> qst(static_cast<std::size_t>(nq));
+      DeviceBuffer<uint8_t>& qop = s_qop;
+      DeviceBuffer<RowStats>& qst = s_qst;
+      qop.Resize(static_cast<std::size_t>(nq) * RowBytes());
+      qst.Resize(static_cast<std::size_t>(nq));
       Prepare(raw_dev, nq, qop.data(), qst.data(), ms);
       t_prep.End(ms);
       SearchPrepared(qop.data(), qst.data(), nq, k, ov.data(), oi.data(), t_score, t_select,
