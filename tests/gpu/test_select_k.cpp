@@ -131,6 +131,9 @@ TEST_P(SelectKTest, MatchesCpuReference) {
     CUDA_OK(cudaMemcpy(d_ids, host_ids.data(), host_ids.size() * sizeof(int64_t),
                        cudaMemcpyHostToDevice));
   }
+  // cudaMemcpy/cudaMemset on the legacy stream do not order with the library's non-blocking
+  // stream: wait for them before queueing the selection.
+  CUDA_OK(cudaDeviceSynchronize());
   select_k(res, d_dist, rows, cols, stride, k, p.algo, d_vals, d_idx, d_ids);
   res.Synchronize();
   std::vector<float> vals(out_n);

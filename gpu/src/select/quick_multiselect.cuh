@@ -3,9 +3,10 @@
 // Partitioning: the words of the active range are taken into registers, a pivot is chosen from a
 // sorted sample of 32 (at the sample rank matching the fraction still needed), and every warp
 // places its words around the pivot with a ballot and population counts: words <= pivot fill the
-// range from the left, the others from the right, each warp claiming its slots with one shared
-// atomic per side (no prefix sum, the range read once). Only the side holding the k-th word is
-// partitioned again; the side wholly inside the k smallest is kept as is. When a partition leaves
+// range from the left, the others from the right, each warp's slots following from a tiny
+// scan of the per-warp counts by one thread (no shared atomics, the range read once). Only the
+// side holding the k-th word is partitioned again; the side wholly inside the k smallest is kept
+// as is. When a partition leaves
 // everything on the left (the pivot was the range's maximum), the same pivot is applied strictly.
 //
 // The row itself is streamed once by the buffered search (select_stream.cuh); whenever the
@@ -30,7 +31,8 @@ struct QmsConfig {
 
 struct QmsShared {
   int less[2];
-  int more[2];
+  int warp_left[32];
+  int warp_right[32];
   u64 pivot;
   u64 warp_max[32];
 };
@@ -56,10 +58,6 @@ __device__ u64 QuickCompact(u64* buf, int n, int k, QmsShared& qs) {
         const u64 p = __shfl_sync(kFullMask, s, r);
         if (lane == 0) qs.pivot = p;
       }
-      if (lane == 0) {
-        qs.less[par] = 0;
-        qs.more[par] = 0;
-      }
     }
     __syncthreads();
     const u64 p = qs.pivot;
@@ -69,24 +67,47 @@ __device__ u64 QuickCompact(u64* buf, int n, int k, QmsShared& qs) {
       const int i = lo + j * T + threadIdx.x;
       x[j] = i < hi ? buf[i] : 0;
     }
-    __syncthreads();  // every word is in registers before any is written back
+    // Count pass: each warp's words on either side, from ballots, then one thread turns the
+    // per-warp counts into offsets (the block-level step of the paper; no shared atomics).
+    int nl = 0, nr = 0;
 #pragma unroll
     for (int j = 0; j < MAXE; ++j) {
-      if (lo + j * T >= hi) break;  // block-uniform
+      const bool valid = lo + j * T + static_cast<int>(threadIdx.x) < hi;
+      const bool left = valid && (strict ? x[j] < p : x[j] <= p);
+      nl += __popc(__ballot_sync(kFullMask, left));
+      nr += __popc(__ballot_sync(kFullMask, valid && !left));
+    }
+    const int warp = threadIdx.x / 32;
+    if (lane == 0) {
+      qs.warp_left[warp] = nl;
+      qs.warp_right[warp] = nr;
+    }
+    __syncthreads();  // also: every word is in registers before any is written back
+    if (threadIdx.x == 0) {
+      int sl = 0, sr = 0;
+      for (int w = 0; w < T / 32; ++w) {
+        const int a = qs.warp_left[w], b = qs.warp_right[w];
+        qs.warp_left[w] = sl;
+        qs.warp_right[w] = sr;
+        sl += a;
+        sr += b;
+      }
+      qs.less[par] = sl;
+    }
+    __syncthreads();
+    int ol = lo + qs.warp_left[warp];
+    int orr = hi - 1 - qs.warp_right[warp];
+#pragma unroll
+    for (int j = 0; j < MAXE; ++j) {
       const bool valid = lo + j * T + static_cast<int>(threadIdx.x) < hi;
       const bool left = valid && (strict ? x[j] < p : x[j] <= p);
       const bool right = valid && !left;
       const unsigned bl = __ballot_sync(kFullMask, left);
       const unsigned br = __ballot_sync(kFullMask, right);
-      int ol = 0, orr = 0;
-      if (lane == 0) {
-        if (bl) ol = atomicAdd(&qs.less[par], __popc(bl));
-        if (br) orr = atomicAdd(&qs.more[par], __popc(br));
-      }
-      ol = __shfl_sync(kFullMask, ol, 0);
-      orr = __shfl_sync(kFullMask, orr, 0);
-      if (left) buf[lo + ol + __popc(bl & lt)] = x[j];
-      if (right) buf[hi - 1 - (orr + __popc(br & lt))] = x[j];
+      if (left) buf[ol + __popc(bl & lt)] = x[j];
+      if (right) buf[orr - __popc(br & lt)] = x[j];
+      ol += __popc(bl);
+      orr -= __popc(br);
     }
     __syncthreads();
     const int L = qs.less[par];
@@ -114,7 +135,7 @@ __device__ u64 QuickCompact(u64* buf, int n, int k, QmsShared& qs) {
 }
 
 template <int KB, int T, int U>
-__global__ void __launch_bounds__(T, 3) QuickMultiSelectKernel(SelectArgs a, int64_t row0) {
+__global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 4) QuickMultiSelectKernel(SelectArgs a, int64_t row0) {
   using C = QmsConfig<KB, T, U>;
   extern __shared__ u64 smem[];
   u64* buf = smem;
@@ -143,7 +164,7 @@ __global__ void __launch_bounds__(T, 3) QuickMultiSelectKernel(SelectArgs a, int
 
 template <int KB>
 void LaunchQuickMultiSelect(const SelectArgs& a) {
-  constexpr int T = 256, U = 4;
+  constexpr int T = 256, U = 2;
   using C = QmsConfig<KB, T, U>;
   auto kernel = QuickMultiSelectKernel<KB, T, U>;
   PrepareSharedMemory(kernel, C::kShared, a);

@@ -74,31 +74,46 @@ __device__ int StreamRow(const SelectArgs& a, int64_t row, u64* buf, int start, 
     if (threadIdx.x == 0) ss.count[(it + 1) % 3] = 0;
     const u64 thr = ss.threshold;
     const unsigned thr_key = static_cast<unsigned>(thr >> 32);
-    // Group minima: one compare of the smallest key of each float4 against the threshold.
-    bool any = false;
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const unsigned g = min(min(FloatKey(cur[u].x), FloatKey(cur[u].y)),
-                             min(FloatKey(cur[u].z), FloatKey(cur[u].w)));
-      any |= g <= thr_key;
-    }
-    if (__any_sync(kFullMask, any)) {
+    if (thr == kSentinel && base + kChunk <= cols) {
+      // Fewer than k words seen: the whole (full) chunk is taken, in place, no atomics.
 #pragma unroll
       for (int u = 0; u < U; ++u) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int64_t c =
-              vec ? base + static_cast<int64_t>(u * T + threadIdx.x) * 4 + e
-                  : base + static_cast<int64_t>((u * 4 + e) * T + threadIdx.x);
-          const unsigned key = FloatKey(Lane4(cur[u], e));
-          const u64 w = Pack(key, c);
-          const bool cand = key <= thr_key && c < cols && w < thr;
-          const unsigned ballot = __ballot_sync(kFullMask, cand);
-          if (ballot) {
-            int wbase = 0;
-            if (lane == 0) wbase = atomicAdd(ctr, __popc(ballot));
-            wbase = __shfl_sync(kFullMask, wbase, 0);
-            if (cand) buf[start + wbase + __popc(ballot & lt)] = w;
+          const int local = vec ? (u * T + threadIdx.x) * 4 + e : (u * 4 + e) * T + threadIdx.x;
+          buf[start + local] = Pack(FloatKey(Lane4(cur[u], e)), base + local);
+        }
+      }
+      if (threadIdx.x == 0) *ctr = kChunk;
+    } else {
+      // Group minima on the raw floats: a float4 whose minimum is above the threshold's value
+      // holds no candidate. Exact only for a finite threshold; otherwise test every element.
+      const float thr_f = KeyToFloat(thr_key);
+      const bool loose = thr_key >= 0xff800000u;  // threshold +inf, NaN or none yet
+      bool any = loose;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const float g = fminf(fminf(cur[u].x, cur[u].y), fminf(cur[u].z, cur[u].w));
+        any |= g <= thr_f;
+      }
+      if (__any_sync(kFullMask, any)) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int64_t c =
+                vec ? base + static_cast<int64_t>(u * T + threadIdx.x) * 4 + e
+                    : base + static_cast<int64_t>((u * 4 + e) * T + threadIdx.x);
+            const unsigned key = FloatKey(Lane4(cur[u], e));
+            const u64 w = Pack(key, c);
+            const bool cand = key <= thr_key && c < cols && w < thr;
+            const unsigned ballot = __ballot_sync(kFullMask, cand);
+            if (ballot) {
+              int wbase = 0;
+              if (lane == 0) wbase = atomicAdd(ctr, __popc(ballot));
+              wbase = __shfl_sync(kFullMask, wbase, 0);
+              if (cand) buf[start + wbase + __popc(ballot & lt)] = w;
+            }
           }
         }
       }
