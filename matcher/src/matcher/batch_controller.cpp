@@ -1,0 +1,682 @@
+// The batch controller: scan, extract (parallel, committed in name order), generate pairs, match
+// in batches on the kNN backend, verify on CPU threads, commit in transactions.
+//
+// Threads of the matching stage:
+//   controller thread: reads features from the database (bounded LRU cache), groups the pairs by
+//     their second image, concatenates the first images' descriptors and runs one kNN search of
+//     the concatenation against the second image, splits and filters the result per pair;
+//   verification workers (--threads): USAC on each pair;
+//   writer: commits finished pairs every `commit_pairs` pairs or `commit_seconds`.
+// A pair is done when its two_view_geometries row exists; matches and geometry are written in the
+// same transaction, so a rerun redoes exactly the pairs that were not committed.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <list>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <opencv2/core.hpp>
+#include <thread>
+#include <unordered_map>
+
+#include "batch_internal.h"
+#include "fm/core/timer.h"
+#include "fm/matcher/batch.h"
+#include "fm/matcher/image.h"
+
+namespace fm::matcher {
+namespace {
+
+namespace fs = std::filesystem;
+
+int ResolveThreads(int threads) {
+  if (threads > 0) return threads;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw > 0 ? static_cast<int>(hw) : 1;
+}
+
+// A bounded blocking queue; Close() wakes everyone, Push then fails and Pop drains what is left.
+template <typename T>
+class Queue {
+ public:
+  explicit Queue(std::size_t capacity) : capacity_(capacity) {}
+  bool Push(T v) {
+    std::unique_lock<std::mutex> lock(mu_);
+    not_full_.wait(lock, [&] { return closed_ || items_.size() < capacity_; });
+    if (closed_) return false;
+    items_.push_back(std::move(v));
+    not_empty_.notify_one();
+    return true;
+  }
+  // Waits up to `timeout` for an item; false when none (timeout, or closed and empty).
+  bool Pop(T* out, std::chrono::milliseconds timeout, bool* closed_and_empty) {
+    std::unique_lock<std::mutex> lock(mu_);
+    not_empty_.wait_for(lock, timeout, [&] { return closed_ || !items_.empty(); });
+    if (items_.empty()) {
+      *closed_and_empty = closed_;
+      return false;
+    }
+    *out = std::move(items_.front());
+    items_.pop_front();
+    not_full_.notify_one();
+    *closed_and_empty = false;
+    return true;
+  }
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    not_empty_.notify_all();
+    not_full_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable not_empty_, not_full_;
+  std::deque<T> items_;
+  std::size_t capacity_;
+  bool closed_ = false;
+};
+
+struct ImageData {
+  core::DescriptorMatrix descriptors;
+  // Keypoints in COLMAP's pixel convention (x, y as stored), so that the estimated matrices are
+  // in the convention COLMAP reads them.
+  std::shared_ptr<const std::vector<core::Keypoint>> keypoints;
+};
+
+// Least-recently-used cache of images' features read from the database.
+class FeatureCache {
+ public:
+  FeatureCache(ColmapDatabase& db, std::size_t capacity) : db_(db), capacity_(capacity) {}
+  std::shared_ptr<const ImageData> Get(int64_t image_id) {
+    auto it = map_.find(image_id);
+    if (it != map_.end()) {
+      order_.splice(order_.begin(), order_, it->second.second);
+      return it->second.first;
+    }
+    auto data = std::make_shared<ImageData>();
+    data->descriptors = db_.ReadDescriptors(image_id);
+    auto kps = std::make_shared<std::vector<core::Keypoint>>();
+    for (const auto& c : db_.ReadKeypoints(image_id)) {
+      core::Keypoint k;
+      k.x = c.x;
+      k.y = c.y;
+      kps->push_back(k);
+    }
+    if (static_cast<int64_t>(kps->size()) != data->descriptors.rows())
+      throw DatabaseError(db_.path() + ": image " + std::to_string(image_id) + " has " +
+                          std::to_string(kps->size()) + " keypoints but " +
+                          std::to_string(data->descriptors.rows()) + " descriptors");
+    data->keypoints = std::move(kps);
+    order_.push_front(image_id);
+    map_[image_id] = {data, order_.begin()};
+    while (map_.size() > capacity_) {
+      map_.erase(order_.back());
+      order_.pop_back();
+    }
+    return data;
+  }
+
+ private:
+  ColmapDatabase& db_;
+  std::size_t capacity_;
+  std::list<int64_t> order_;
+  std::unordered_map<int64_t,
+                     std::pair<std::shared_ptr<const ImageData>, std::list<int64_t>::iterator>>
+      map_;
+};
+
+struct VerifyJob {
+  int64_t id1 = 0, id2 = 0;
+  std::vector<core::Match> matches;  // query in id1, train in id2
+  std::shared_ptr<const ImageData> a, b;
+};
+
+struct PairOutput {
+  int64_t id1 = 0, id2 = 0;
+  ColmapMatches matches;
+  TwoViewGeometryRecord geometry;
+};
+
+PairOutput VerifyPair(const VerifyJob& job, const VerifyOptions& options) {
+  PairOutput out;
+  out.id1 = job.id1;
+  out.id2 = job.id2;
+  out.matches.reserve(job.matches.size());
+  for (const auto& m : job.matches)
+    out.matches.push_back({static_cast<uint32_t>(m.query), static_cast<uint32_t>(m.train)});
+  if (options.model == GeometryModel::kNone) {
+    out.geometry.config = TwoViewConfig::kUndefined;
+    return out;
+  }
+  const Verification v = VerifyMatches(*job.a->keypoints, *job.b->keypoints, job.matches, options);
+  if (!v.verified || v.matrix.empty()) {
+    out.geometry.config = TwoViewConfig::kDegenerate;
+    return out;
+  }
+  for (std::size_t i = 0; i < job.matches.size(); ++i)
+    if (v.inliers[i]) out.geometry.inlier_matches.push_back(out.matches[i]);
+  std::array<double, 9> m{};
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) m[r * 3 + c] = v.matrix.at<double>(r, c);
+  if (options.model == GeometryModel::kHomography) {
+    out.geometry.config = TwoViewConfig::kPlanarOrPanoramic;
+    out.geometry.H = m;
+  } else {
+    out.geometry.config = TwoViewConfig::kUncalibrated;
+    out.geometry.F = m;
+  }
+  return out;
+}
+
+bool IsVerifiedConfig(TwoViewConfig c) {
+  return c == TwoViewConfig::kCalibrated || c == TwoViewConfig::kUncalibrated ||
+         c == TwoViewConfig::kPlanar || c == TwoViewConfig::kPanoramic ||
+         c == TwoViewConfig::kPlanarOrPanoramic;
+}
+
+fs::path Normal(const std::string& p) {
+  std::error_code ec;
+  return fs::weakly_canonical(fs::absolute(p, ec), ec).lexically_normal();
+}
+
+// The deepest folder holding both paths.
+fs::path CommonRoot(const fs::path& a, const fs::path& b) {
+  fs::path out;
+  auto ia = a.begin(), ib = b.begin();
+  for (; ia != a.end() && ib != b.end() && *ia == *ib; ++ia, ++ib) out /= *ia;
+  return out;
+}
+
+}  // namespace
+
+struct BatchController::Impl {
+  mutable std::mutex mu;
+  std::condition_variable finished_cv;
+  ProgressFn progress_fn;
+  std::thread thread;
+  std::atomic<bool> cancel{false};
+  bool running = false;
+  BatchProgress progress;
+  BatchSummary summary;
+
+  BatchOptions options;
+  detail::FolderScan scan, query_scan;
+  std::unique_ptr<core::KnnBackend> backend;
+  core::Stopwatch clock;
+
+  void Report(BatchStage stage, int64_t done, int64_t total, double stage_seconds) {
+    BatchProgress p;
+    p.stage = stage;
+    p.done = done;
+    p.total = total;
+    p.elapsed_seconds = clock.ElapsedMs() / 1000.0;
+    p.per_second = stage_seconds > 0 ? done / stage_seconds : 0;
+    p.eta_seconds = p.per_second > 0 ? (total - done) / p.per_second : -1;
+    ProgressFn fn;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      progress = p;
+      fn = progress_fn;
+    }
+    if (fn) {
+      try {
+        fn(p);
+      } catch (...) {
+      }
+    }
+  }
+
+  // Extracts the files not yet in the database and returns every usable image, in name order.
+  std::vector<ColmapImage> Extract(ColmapDatabase& db, const std::vector<detail::ImageFile>& files,
+                                   int64_t* done, int64_t total) {
+    const int threads = ResolveThreads(options.match.threads);
+    const std::string settings = options.sift.ToJson();
+    std::vector<ColmapImage> usable;
+    std::vector<std::pair<std::size_t, int64_t>> todo;  // file index, existing image id (0: new)
+    std::vector<std::optional<ColmapImage>> found(files.size());
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      auto im = db.FindImage(files[i].name);
+      if (im && db.HasFeatures(im->image_id)) {
+        found[i] = im;
+        ++summary.images_reused;
+        ++*done;
+      } else {
+        todo.emplace_back(i, im ? im->image_id : 0);
+      }
+    }
+    core::Stopwatch sw;
+    const std::size_t chunk = static_cast<std::size_t>(std::max(2, 2 * threads));
+    struct Extracted {
+      bool ok = false;
+      std::string reason;
+      core::Features features;
+    };
+    for (std::size_t begin = 0; begin < todo.size() && !cancel.load(); begin += chunk) {
+      const std::size_t end = std::min(todo.size(), begin + chunk);
+      std::vector<Extracted> results(end - begin);
+      std::atomic<std::size_t> next{begin};
+      auto work = [&] {
+        for (std::size_t t = next++; t < end; t = next++) {
+          Extracted& r = results[t - begin];
+          const auto& file = files[todo[t].first];
+          try {
+            cv::Mat img = LoadGrayImage(file.path);
+            r.features = ExtractFeatures(img, options.sift);
+            r.ok = true;
+          } catch (const ImageError& e) {
+            r.reason = e.what();
+          } catch (const cv::Exception& e) {
+            r.reason = file.path + ": " + e.msg;
+          } catch (const std::exception& e) {
+            r.reason = file.path + ": " + e.what();
+          }
+        }
+      };
+      std::vector<std::thread> pool;
+      const int n = static_cast<int>(std::min<std::size_t>(threads, end - begin));
+      for (int w = 1; w < n; ++w) pool.emplace_back(work);
+      work();
+      for (auto& t : pool) t.join();
+
+      ColmapDatabase::Transaction tx(db);
+      db.SetSetting("sift", settings);
+      for (std::size_t t = begin; t < end; ++t) {
+        Extracted& r = results[t - begin];
+        const auto& file = files[todo[t].first];
+        if (!r.ok) {
+          summary.bad_images.push_back({file.path, r.reason});
+          continue;
+        }
+        int64_t id = todo[t].second;
+        if (id == 0) {
+          const int64_t cam =
+              db.AddCamera(DefaultCamera(r.features.image_width, r.features.image_height));
+          id = db.AddImage({0, file.name, cam});
+        }
+        std::vector<ColmapKeypoint> kps;
+        kps.reserve(r.features.keypoints.size());
+        for (const auto& k : r.features.keypoints) kps.push_back(ToColmapKeypoint(k));
+        db.WriteKeypoints(id, kps);
+        db.WriteDescriptors(id, detail::ToColmapDescriptors(r.features.descriptors));
+        found[todo[t].first] = ColmapImage{id, file.name, 0};
+        ++summary.images_extracted;
+      }
+      tx.Commit();
+      *done += static_cast<int64_t>(end - begin);
+      Report(BatchStage::kExtracting, *done, total, sw.ElapsedMs() / 1000.0);
+    }
+    for (auto& f : found)
+      if (f) usable.push_back(*f);
+    summary.extract_seconds += sw.ElapsedMs() / 1000.0;
+    return usable;
+  }
+
+  void Match(ColmapDatabase& db, const std::vector<std::pair<int64_t, int64_t>>& todo,
+             int64_t previous, int64_t total) {
+    const int threads = ResolveThreads(options.match.threads);
+    Queue<VerifyJob> verify_queue(static_cast<std::size_t>(4 * threads + 16));
+    Queue<PairOutput> write_queue(static_cast<std::size_t>(4 * threads + 16));
+    std::mutex error_mu;
+    std::exception_ptr error;
+    auto fail = [&](std::exception_ptr e) {
+      {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!error) error = e;
+      }
+      verify_queue.Close();
+      write_queue.Close();
+    };
+    core::Stopwatch sw;
+    std::atomic<int64_t> committed{0};
+    Report(BatchStage::kMatching, previous, total, 0);
+
+    std::vector<std::thread> verifiers;
+    for (int w = 0; w < threads; ++w) {
+      verifiers.emplace_back([&] {
+        try {
+          VerifyJob job;
+          bool closed = false;
+          for (;;) {
+            if (!verify_queue.Pop(&job, std::chrono::milliseconds(200), &closed)) {
+              if (closed) break;
+              continue;
+            }
+            if (!write_queue.Push(VerifyPair(job, options.match.verify))) break;
+          }
+        } catch (...) {
+          fail(std::current_exception());
+        }
+      });
+    }
+    std::thread writer([&] {
+      try {
+        ColmapDatabase wdb(options.database, ColmapDatabase::Mode::kReadWrite);
+        std::vector<PairOutput> pending;
+        core::Stopwatch since_commit;
+        auto flush = [&] {
+          if (pending.empty()) return;
+          ColmapDatabase::Transaction tx(wdb);
+          for (const auto& p : pending) {
+            wdb.WriteMatches(p.id1, p.id2, p.matches);
+            wdb.WriteTwoViewGeometry(p.id1, p.id2, p.geometry);
+          }
+          tx.Commit();
+          committed += static_cast<int64_t>(pending.size());
+          pending.clear();
+          since_commit.Reset();
+          Report(BatchStage::kMatching, previous + committed.load(), total, sw.ElapsedMs() / 1000.0);
+        };
+        const auto wait = std::chrono::milliseconds(
+            std::max<int64_t>(1, static_cast<int64_t>(options.commit_seconds * 250)));
+        for (;;) {
+          PairOutput out;
+          bool closed = false;
+          if (write_queue.Pop(&out, wait, &closed)) pending.push_back(std::move(out));
+          if (static_cast<int>(pending.size()) >= options.commit_pairs ||
+              since_commit.ElapsedMs() >= options.commit_seconds * 1000.0 || closed)
+            flush();
+          if (closed) break;
+        }
+        flush();
+      } catch (...) {
+        fail(std::current_exception());
+      }
+    });
+
+    // Producer: group the pairs by their second image (the kNN corpus).
+    try {
+      std::vector<std::pair<int64_t, int64_t>> by_corpus = todo;
+      std::stable_sort(by_corpus.begin(), by_corpus.end(),
+                       [](const auto& x, const auto& y) { return x.second < y.second; });
+      FeatureCache cache(db, static_cast<std::size_t>(options.cache_images));
+      core::KnnParams params;
+      params.k = options.match.k;
+      params.metric = options.match.metric;
+      params.threads = options.match.threads;
+      const int64_t limit = options.max_pairs > 0 ? options.max_pairs : INT64_MAX;
+      int64_t produced = 0;
+      std::size_t g = 0;
+      bool stop = false;
+      while (g < by_corpus.size() && !stop) {
+        const int64_t corpus_id = by_corpus[g].second;
+        std::size_t g_end = g;
+        while (g_end < by_corpus.size() && by_corpus[g_end].second == corpus_id) ++g_end;
+        const auto corpus = cache.Get(corpus_id);
+        std::size_t c = g;
+        while (c < g_end && !stop) {
+          if (cancel.load()) {
+            stop = true;
+            break;
+          }
+          // One batch: query images of this corpus image, concatenated under the limits.
+          std::vector<std::shared_ptr<const ImageData>> members;
+          std::vector<int64_t> member_ids, offsets;
+          core::DescriptorMatrix concat;
+          int64_t rows = 0;
+          std::size_t c_end = c;
+          while (c_end < g_end && produced + static_cast<int64_t>(members.size()) < limit &&
+                 static_cast<int>(members.size()) < options.max_batch_images) {
+            auto q = cache.Get(by_corpus[c_end].first);
+            if (!members.empty() && rows + q->descriptors.rows() > options.max_batch_rows) break;
+            offsets.push_back(rows);
+            rows += q->descriptors.rows();
+            if (concat.dim() == 0 && concat.rows() == 0) {
+              concat = q->descriptors;
+            } else {
+              concat.Append(q->descriptors);
+            }
+            members.push_back(q);
+            member_ids.push_back(by_corpus[c_end].first);
+            ++c_end;
+          }
+          if (members.empty()) {
+            stop = true;
+            break;
+          }
+          core::KnnResult knn;
+          const bool search = rows > 0 && corpus->descriptors.rows() > 0;
+          if (search) knn = backend->Search(concat, corpus->descriptors, params);
+          for (std::size_t m = 0; m < members.size(); ++m) {
+            VerifyJob job;
+            job.id1 = member_ids[m];
+            job.id2 = corpus_id;
+            job.a = members[m];
+            job.b = corpus;
+            const int64_t n = members[m]->descriptors.rows();
+            if (search && n > 0) {
+              core::KnnResult part;
+              part.rows = n;
+              part.k = knn.k;
+              part.distances.assign(knn.distances.begin() + offsets[m] * knn.k,
+                                    knn.distances.begin() + (offsets[m] + n) * knn.k);
+              part.indices.assign(knn.indices.begin() + offsets[m] * knn.k,
+                                  knn.indices.begin() + (offsets[m] + n) * knn.k);
+              core::KnnResult backward;
+              if (options.match.filter.mutual) {
+                core::KnnParams pb = params;
+                pb.k = 1;
+                backward = backend->Search(corpus->descriptors, members[m]->descriptors, pb);
+              }
+              job.matches = core::FilterMatches(
+                  part, options.match.filter.mutual ? &backward : nullptr, options.match.metric,
+                  options.match.filter);
+            }
+            if (!verify_queue.Push(std::move(job))) {
+              stop = true;
+              break;
+            }
+            ++produced;
+          }
+          if (produced >= limit) stop = true;
+          c = c_end;
+        }
+        g = g_end;
+      }
+    } catch (...) {
+      fail(std::current_exception());
+    }
+    verify_queue.Close();
+    for (auto& t : verifiers) t.join();
+    write_queue.Close();
+    writer.join();
+    summary.pairs_matched = committed.load();
+    summary.match_seconds = sw.ElapsedMs() / 1000.0;
+    summary.match_pairs_per_second =
+        summary.match_seconds > 0 ? summary.pairs_matched / summary.match_seconds : 0;
+    if (error) std::rethrow_exception(error);
+  }
+
+  void Run() {
+    try {
+      ColmapDatabase db(options.database, ColmapDatabase::Mode::kReadWrite);
+      const int64_t total_images =
+          static_cast<int64_t>(scan.images.size() + query_scan.images.size());
+      int64_t done = 0;
+      Report(BatchStage::kExtracting, 0, total_images, 0);
+      std::vector<ColmapImage> images = Extract(db, scan.images, &done, total_images);
+      std::vector<ColmapImage> queries;
+      if (options.pairs.mode == PairMode::kQuery && !cancel.load())
+        queries = Extract(db, query_scan.images, &done, total_images);
+      if (!cancel.load()) {
+        Report(BatchStage::kPairing, 0, 0, 0);
+        const auto pairs = detail::GeneratePairs(options.pairs, images, queries);
+        const auto done_ids = db.GeometryPairIds();  // ascending
+        std::vector<std::pair<int64_t, int64_t>> todo;
+        for (const auto& p : pairs)
+          if (!std::binary_search(done_ids.begin(), done_ids.end(),
+                                  ColmapPairId(p.first, p.second)))
+            todo.push_back(p);
+        summary.pairs_total = static_cast<int64_t>(pairs.size());
+        summary.pairs_previous = summary.pairs_total - static_cast<int64_t>(todo.size());
+        Match(db, todo, summary.pairs_previous, summary.pairs_total);
+
+        std::vector<int64_t> job_ids;
+        job_ids.reserve(pairs.size());
+        for (const auto& p : pairs) job_ids.push_back(ColmapPairId(p.first, p.second));
+        summary.pairs_verified = 0;
+        int64_t in_db = 0;
+        for (const auto& row : db.ReadPairRows()) {
+          if (!std::binary_search(job_ids.begin(), job_ids.end(), row.pair_id)) continue;
+          ++in_db;
+          if (IsVerifiedConfig(row.config) && row.inliers > 0) ++summary.pairs_verified;
+        }
+        const bool complete = in_db == summary.pairs_total;
+        summary.stage = complete ? BatchStage::kDone : BatchStage::kCancelled;
+        if (complete) db.Checkpoint();
+      } else {
+        summary.stage = BatchStage::kCancelled;
+      }
+    } catch (const std::exception& e) {
+      summary.stage = BatchStage::kFailed;
+      summary.error = e.what();
+    } catch (...) {
+      summary.stage = BatchStage::kFailed;
+      summary.error = "unknown error";
+    }
+    summary.total_seconds = clock.ElapsedMs() / 1000.0;
+    Report(summary.stage, progress.done, progress.total, summary.match_seconds);
+    std::lock_guard<std::mutex> lock(mu);
+    running = false;
+    finished_cv.notify_all();
+  }
+};
+
+BatchController::BatchController() : impl_(std::make_unique<Impl>()) {}
+
+BatchController::~BatchController() {
+  Cancel();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+void BatchController::SetProgressCallback(ProgressFn fn) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->progress_fn = std::move(fn);
+}
+
+void BatchController::Start(const BatchOptions& options) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->running) throw std::logic_error("BatchController: a batch is already running");
+  }
+  if (impl_->thread.joinable()) impl_->thread.join();
+  std::string why;
+  if (!options.Check(&why)) throw BatchError("batch options: " + why);
+
+  Impl& im = *impl_;
+  im.options = options;
+  im.summary = BatchSummary{};
+  im.summary.database = options.database;
+  im.summary.pairing = options.pairs.ToString();
+  im.cancel = false;
+  im.clock.Reset();
+
+  // Names are relative to the folder; in query mode to the folder holding both folders, so that
+  // one COLMAP image path serves both.
+  fs::path root = Normal(options.folder);
+  std::string exclude;
+  if (options.pairs.mode == PairMode::kQuery) {
+    std::error_code ec;
+    if (!fs::is_directory(options.pairs.query_folder, ec))
+      throw BatchError(options.pairs.query_folder + ": no such query folder");
+    const fs::path q = Normal(options.pairs.query_folder);
+    if (q == root) throw BatchError("the query folder is the image folder itself");
+    root = CommonRoot(root, q);
+    exclude = q.string();
+  }
+  auto describe_empty = [](const std::string& folder, const detail::FolderScan& s) {
+    if (s.ignored.empty()) return folder + ": the folder holds no files";
+    return folder + ": no images in the folder (" + std::to_string(s.ignored.size()) +
+           " file(s), none with an image extension such as .jpg, .png, .tif)";
+  };
+  im.scan = detail::ScanFolder(options.folder, root.string(), exclude);
+  if (im.scan.images.empty()) throw BatchError(describe_empty(options.folder, im.scan));
+  im.query_scan = {};
+  if (options.pairs.mode == PairMode::kQuery) {
+    im.query_scan = detail::ScanFolder(options.pairs.query_folder, root.string());
+    if (im.query_scan.images.empty())
+      throw BatchError(describe_empty(options.pairs.query_folder, im.query_scan));
+  }
+  im.summary.images_found =
+      static_cast<int64_t>(im.scan.images.size() + im.query_scan.images.size());
+  im.summary.ignored_files = im.scan.ignored;
+  im.summary.ignored_files.insert(im.summary.ignored_files.end(), im.query_scan.ignored.begin(),
+                                  im.query_scan.ignored.end());
+  if (options.pairs.mode == PairMode::kList) {
+    std::ifstream probe(options.pairs.list_file);
+    if (!probe) throw BatchError(options.pairs.list_file + ": cannot read the pair list");
+  }
+
+  // The database must be writable and hold features of the same extraction settings.
+  try {
+    ColmapDatabase db(options.database, ColmapDatabase::Mode::kReadWrite);
+    const auto stored = db.GetSetting("sift");
+    if (stored && *stored != options.sift.ToJson())
+      throw BatchError(options.database +
+                       ": holds features extracted with other settings (" + *stored +
+                       "); use the same extraction options or a new database");
+  } catch (const DatabaseError& e) {
+    throw BatchError(e.what());
+  }
+
+  std::string note;
+  try {
+    im.backend = CreateKnnBackend(options.backend, &note);
+  } catch (const std::exception& e) {
+    throw BatchError(e.what());
+  }
+  im.summary.backend = im.backend->description();
+
+  {
+    std::lock_guard<std::mutex> lock(im.mu);
+    im.running = true;
+    im.progress = BatchProgress{};
+    im.progress.stage = BatchStage::kScanning;
+  }
+  try {
+    im.thread = std::thread([&im] { im.Run(); });
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(im.mu);
+    im.running = false;
+    throw;
+  }
+}
+
+void BatchController::Cancel() { impl_->cancel = true; }
+
+void BatchController::Wait() {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  impl_->finished_cv.wait(lock, [&] { return !impl_->running; });
+}
+
+bool BatchController::WaitFor(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  return impl_->finished_cv.wait_for(lock, timeout, [&] { return !impl_->running; });
+}
+
+bool BatchController::Running() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->running;
+}
+
+BatchProgress BatchController::Progress() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->progress;
+}
+
+BatchSummary BatchController::Summary() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->running) {
+    BatchSummary s;
+    s.stage = impl_->progress.stage;
+    return s;
+  }
+  return impl_->summary;
+}
+
+}  // namespace fm::matcher

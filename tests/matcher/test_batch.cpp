@@ -1,0 +1,462 @@
+// Batch matching into a COLMAP database: contents, COLMAP blob layouts, resume after a stop,
+// pairing modes, clear errors.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "fm/matcher/batch.h"
+#include "fm/matcher/colmap_database.h"
+#include "test_batch_data.h"
+
+namespace fm::matcher {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string TempDir(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / ("fm_batch_" + std::to_string(::getpid())) / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+BatchOptions Options(const std::string& folder, const std::string& db) {
+  BatchOptions o;
+  o.folder = folder;
+  o.database = db;
+  o.match.threads = 2;
+  o.backend.kind = BackendKind::kCpu;
+  o.commit_pairs = 2;
+  return o;
+}
+
+BatchSummary RunBatch(const BatchOptions& o) {
+  BatchController c;
+  c.Start(o);
+  c.Wait();
+  return c.Summary();
+}
+
+class BatchTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!test::HaveSamples()) return;
+    folder_ = new test::BatchFolder(test::MakeBatchFolder(TempDir("photos")));
+    reference_db_ = new std::string(TempDir("reference") + "/ref.db");
+    reference_ = new BatchSummary(RunBatch(Options(folder_->dir, *reference_db_)));
+  }
+  static void TearDownTestSuite() {
+    delete folder_;
+    delete reference_db_;
+    delete reference_;
+    std::error_code ec;
+    fs::remove_all(fs::temp_directory_path() / ("fm_batch_" + std::to_string(::getpid())), ec);
+  }
+  void SetUp() override {
+    if (!test::HaveSamples()) GTEST_SKIP() << "OpenCV sample images not installed";
+  }
+  static test::BatchFolder* folder_;
+  static std::string* reference_db_;
+  static BatchSummary* reference_;
+};
+test::BatchFolder* BatchTest::folder_ = nullptr;
+std::string* BatchTest::reference_db_ = nullptr;
+BatchSummary* BatchTest::reference_ = nullptr;
+
+TEST(ColmapPairId, FollowsColmapsRule) {
+  EXPECT_EQ(ColmapPairId(1, 2), 2147483647LL + 2);
+  EXPECT_EQ(ColmapPairId(2, 1), 2147483647LL + 2);
+  EXPECT_EQ(ColmapPairId(7, 5000), 7 * 2147483647LL + 5000);
+  const auto ids = ColmapPairImages(ColmapPairId(123456, 99));
+  EXPECT_EQ(ids.first, 99);
+  EXPECT_EQ(ids.second, 123456);
+  EXPECT_THROW(ColmapPairId(3, 3), std::invalid_argument);
+  EXPECT_THROW(ColmapPairId(-1, 3), std::invalid_argument);
+}
+
+TEST(ColmapDatabaseTest, SwappedPairsAreStoredInColmapOrder) {
+  const std::string db_path = TempDir("swap") + "/swap.db";
+  ColmapDatabase db(db_path, ColmapDatabase::Mode::kReadWrite);
+  const int64_t c = db.AddCamera(DefaultCamera(100, 80));
+  const int64_t a = db.AddImage({0, "a.png", c});
+  const int64_t b = db.AddImage({0, "b.png", db.AddCamera(DefaultCamera(100, 80))});
+  ASSERT_LT(a, b);
+  db.WriteMatches(b, a, {{3, 7}, {4, 9}});  // column 0 indexes image b here
+  const auto stored = db.ReadMatches(a, b);
+  ASSERT_TRUE(stored.has_value());
+  ASSERT_EQ(stored->size(), 2u);
+  EXPECT_EQ((*stored)[0][0], 7u);
+  EXPECT_EQ((*stored)[0][1], 3u);
+  TwoViewGeometryRecord g;
+  g.config = TwoViewConfig::kPlanarOrPanoramic;
+  g.inlier_matches = {{3, 7}};
+  g.H = {2, 0, 10, 0, 2, 20, 0, 0, 1};  // b -> a
+  db.WriteTwoViewGeometry(b, a, g);
+  const auto back = db.ReadTwoViewGeometry(a, b);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->inlier_matches[0][0], 7u);
+  // a -> b is the inverse.
+  EXPECT_NEAR(back->H[0], 0.5, 1e-12);
+  EXPECT_NEAR(back->H[2], -5, 1e-12);
+  EXPECT_NEAR(back->H[5], -10, 1e-12);
+}
+
+TEST(ColmapDatabaseTest, RejectsFilesThatAreNotDatabases) {
+  const std::string dir = TempDir("notdb");
+  std::ofstream(dir + "/x.db") << std::string(4096, 'z');
+  EXPECT_THROW(ColmapDatabase(dir + "/x.db", ColmapDatabase::Mode::kReadWrite), DatabaseError);
+  EXPECT_THROW(ColmapDatabase(dir + "/missing.db", ColmapDatabase::Mode::kReadOnly), DatabaseError);
+}
+
+TEST(UsacDeterminism, SameInputSameModelAcrossRunsAndThreads) {
+  // Resume equality needs verification to give the same answer every time.
+  std::vector<core::Keypoint> a, b;
+  std::vector<core::Match> m;
+  cv::RNG rng(7);
+  for (int i = 0; i < 400; ++i) {
+    core::Keypoint ka, kb;
+    ka.x = static_cast<float>(rng.uniform(0.0, 640.0));
+    ka.y = static_cast<float>(rng.uniform(0.0, 480.0));
+    const bool outlier = i % 3 == 0;
+    kb.x = outlier ? static_cast<float>(rng.uniform(0.0, 640.0)) : 0.9f * ka.x + 0.1f * ka.y + 12;
+    kb.y = outlier ? static_cast<float>(rng.uniform(0.0, 480.0)) : -0.05f * ka.x + ka.y - 7 +
+                                                                       static_cast<float>(rng.gaussian(0.5));
+    a.push_back(ka);
+    b.push_back(kb);
+    m.push_back({i, i, 0, 1.0f, 0.5f});
+  }
+  for (UsacMethod method : {UsacMethod::kMagsac, UsacMethod::kDefault, UsacMethod::kAccurate}) {
+    VerifyOptions o;
+    o.method = method;
+    for (GeometryModel model : {GeometryModel::kHomography, GeometryModel::kFundamental}) {
+      o.model = model;
+      const Verification first = VerifyMatches(a, b, m, o);
+      cv::theRNG().state = 12345;  // unrelated global RNG use must not matter
+      Verification other;
+      std::thread t([&] { other = VerifyMatches(a, b, m, o); });
+      t.join();
+      ASSERT_EQ(first.matrix.empty(), other.matrix.empty());
+      EXPECT_EQ(first.inliers, other.inliers) << UsacMethodName(method);
+      if (!first.matrix.empty())
+        EXPECT_EQ(0, std::memcmp(first.matrix.data, other.matrix.data, 9 * sizeof(double)))
+            << UsacMethodName(method) << " " << GeometryModelName(model);
+    }
+  }
+}
+
+TEST_F(BatchTest, DatabaseHoldsImagesPairsAndVerifiedGeometries) {
+  const BatchSummary& s = *reference_;
+  ASSERT_EQ(s.stage, BatchStage::kDone) << s.error;
+  const int64_t n = static_cast<int64_t>(folder_->views.size());
+  EXPECT_EQ(s.images_found, n + 1);  // the corrupt file has an image extension
+  EXPECT_EQ(s.images_extracted, n);
+  ASSERT_EQ(s.bad_images.size(), 1u);
+  EXPECT_NE(s.bad_images[0].path.find(folder_->corrupt), std::string::npos);
+  EXPECT_FALSE(s.bad_images[0].reason.empty());
+  ASSERT_EQ(s.ignored_files.size(), 1u);
+  EXPECT_NE(s.ignored_files[0].path.find(folder_->not_image), std::string::npos);
+  EXPECT_EQ(s.pairs_total, n * (n - 1) / 2);
+  EXPECT_EQ(s.pairs_matched, s.pairs_total);
+
+  ColmapDatabase db(*reference_db_, ColmapDatabase::Mode::kReadOnly);
+  const auto images = db.ReadImages();
+  ASSERT_EQ(static_cast<int64_t>(images.size()), n);
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_EQ(images[i].image_id, i + 1);
+    EXPECT_EQ(images[i].name, folder_->views[i].name);  // ids in name order
+  }
+  EXPECT_EQ(db.CountRows("two_view_geometries"), n * (n - 1) / 2);
+  EXPECT_EQ(db.CountRows("matches"), n * (n - 1) / 2);
+  EXPECT_EQ(db.CountRows("frames"), n);
+  EXPECT_EQ(db.CountRows("rigs"), n);
+
+  int64_t verified_same = 0;
+  for (const auto& r : ReadPairResults(*reference_db_)) {
+    const auto& va = folder_->views[r.image_id1 - 1];
+    const auto& vb = folder_->views[r.image_id2 - 1];
+    EXPECT_EQ(r.name1, va.name);
+    if (va.base != vb.base) {
+      EXPECT_FALSE(r.verified() && r.inliers > 30) << r.name1 << " " << r.name2;
+      continue;
+    }
+    ASSERT_TRUE(r.verified()) << r.name1 << " " << r.name2 << " inliers " << r.inliers;
+    EXPECT_GE(r.inliers, 30);
+    ++verified_same;
+    const auto g = db.ReadTwoViewGeometry(r.image_id1, r.image_id2);
+    ASSERT_TRUE(g.has_value());
+    EXPECT_EQ(g->config, TwoViewConfig::kPlanarOrPanoramic);
+    // The stored H maps image 1 to image 2 in COLMAP's pixel convention (centres at +0.5).
+    const cv::Matx33d truth = vb.H * va.H.inv();
+    for (double x : {100.0, 180.0, 250.0})
+      for (double y : {80.0, 150.0, 220.0}) {
+        const cv::Vec3d t = truth * cv::Vec3d(x, y, 1);
+        const auto& h = g->H;
+        const double w = h[6] * (x + 0.5) + h[7] * (y + 0.5) + h[8];
+        const double u = (h[0] * (x + 0.5) + h[1] * (y + 0.5) + h[2]) / w;
+        const double v = (h[3] * (x + 0.5) + h[4] * (y + 0.5) + h[5]) / w;
+        EXPECT_NEAR(u, t[0] / t[2] + 0.5, 2.0);
+        EXPECT_NEAR(v, t[1] / t[2] + 0.5, 2.0);
+      }
+  }
+  EXPECT_EQ(verified_same, 6);
+  EXPECT_EQ(s.pairs_verified, 6);
+}
+
+TEST_F(BatchTest, BlobsDecodeAsColmapDefinesThem) {
+  // Read with plain SQLite, as COLMAP or its Python scripts would.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(reference_db_->c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  auto query = [&](const std::string& sql, const std::function<void(sqlite3_stmt*)>& row) {
+    sqlite3_stmt* s = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr), SQLITE_OK) << sql;
+    while (sqlite3_step(s) == SQLITE_ROW) row(s);
+    sqlite3_finalize(s);
+  };
+  std::map<int64_t, int64_t> num_kp;
+  std::map<int64_t, std::pair<int64_t, int64_t>> size;
+  query("SELECT image_id, width, height FROM images JOIN cameras USING(camera_id)",
+        [&](sqlite3_stmt* s) {
+          size[sqlite3_column_int64(s, 0)] = {sqlite3_column_int64(s, 1),
+                                              sqlite3_column_int64(s, 2)};
+        });
+  query("SELECT image_id, rows, cols, data FROM keypoints", [&](sqlite3_stmt* s) {
+    const int64_t id = sqlite3_column_int64(s, 0), rows = sqlite3_column_int64(s, 1);
+    EXPECT_EQ(sqlite3_column_int64(s, 2), 6);
+    ASSERT_EQ(sqlite3_column_bytes(s, 3), rows * 6 * 4);
+    const float* p = static_cast<const float*>(sqlite3_column_blob(s, 3));
+    for (int64_t i = 0; i < rows; ++i) {
+      EXPECT_GE(p[i * 6], 0.0f);
+      EXPECT_LE(p[i * 6], size[id].first);
+      EXPECT_LE(p[i * 6 + 1], size[id].second);
+      const float scale = std::hypot(p[i * 6 + 2], p[i * 6 + 4]);
+      EXPECT_GT(scale, 0.5f);  // SIFT scales, not an identity placeholder
+    }
+    num_kp[id] = rows;
+  });
+  ASSERT_EQ(num_kp.size(), folder_->views.size());
+  query("SELECT image_id, rows, cols, length(data) FROM descriptors", [&](sqlite3_stmt* s) {
+    const int64_t id = sqlite3_column_int64(s, 0), rows = sqlite3_column_int64(s, 1);
+    EXPECT_EQ(rows, num_kp[id]);
+    EXPECT_EQ(sqlite3_column_int64(s, 2), 128);
+    EXPECT_EQ(sqlite3_column_int64(s, 3), rows * 128);
+  });
+  int pairs = 0;
+  query("SELECT pair_id, rows, cols, data FROM matches", [&](sqlite3_stmt* s) {
+    const int64_t pair_id = sqlite3_column_int64(s, 0), rows = sqlite3_column_int64(s, 1);
+    const int64_t id2 = pair_id % 2147483647, id1 = pair_id / 2147483647;
+    EXPECT_LT(id1, id2);
+    EXPECT_TRUE(num_kp.count(id1) && num_kp.count(id2));
+    EXPECT_EQ(sqlite3_column_int64(s, 2), 2);
+    ASSERT_EQ(sqlite3_column_bytes(s, 3), rows * 8);
+    const uint32_t* m = static_cast<const uint32_t*>(sqlite3_column_blob(s, 3));
+    for (int64_t i = 0; i < rows; ++i) {
+      EXPECT_LT(m[2 * i], num_kp[id1]);
+      EXPECT_LT(m[2 * i + 1], num_kp[id2]);
+    }
+    ++pairs;
+  });
+  EXPECT_EQ(pairs, 15);
+  int verified = 0;
+  query("SELECT pair_id, rows, config, length(F), length(E), length(H), H FROM "
+        "two_view_geometries",
+        [&](sqlite3_stmt* s) {
+          const int64_t rows = sqlite3_column_int64(s, 1);
+          const int config = static_cast<int>(sqlite3_column_int64(s, 2));
+          if (rows > 0) {
+            EXPECT_EQ(config, 6);
+            EXPECT_EQ(sqlite3_column_int64(s, 3), 72);
+            EXPECT_EQ(sqlite3_column_int64(s, 4), 72);
+            EXPECT_EQ(sqlite3_column_int64(s, 5), 72);
+            const double* h = static_cast<const double*>(sqlite3_column_blob(s, 6));
+            EXPECT_NEAR(h[8], 1.0, 1e-6);  // row-major, normalised homography
+            ++verified;
+          } else {
+            EXPECT_EQ(config, 1);
+            EXPECT_EQ(sqlite3_column_int64(s, 5), 0);
+          }
+        });
+  EXPECT_EQ(verified, 6);
+  query("PRAGMA user_version", [&](sqlite3_stmt* s) { EXPECT_EQ(sqlite3_column_int(s, 0), 3900); });
+  sqlite3_close(db);
+}
+
+TEST_F(BatchTest, StoppedRunResumesToTheSameDatabase) {
+  const std::string db = TempDir("resume") + "/r.db";
+  BatchOptions o = Options(folder_->dir, db);
+  o.max_pairs = 4;
+  const BatchSummary first = RunBatch(o);
+  ASSERT_EQ(first.stage, BatchStage::kCancelled) << first.error;
+  EXPECT_EQ(first.pairs_matched, 4);
+  EXPECT_EQ(test::CountRows(db, "two_view_geometries"), 4);
+  o.max_pairs = 0;
+  const BatchSummary second = RunBatch(o);
+  ASSERT_EQ(second.stage, BatchStage::kDone) << second.error;
+  EXPECT_EQ(second.images_reused, static_cast<int64_t>(folder_->views.size()));
+  EXPECT_EQ(second.images_extracted, 0);
+  EXPECT_EQ(second.pairs_previous, 4);
+  EXPECT_EQ(second.pairs_matched, 11);
+  EXPECT_EQ(test::DumpDatabase(db), test::DumpDatabase(*reference_db_));
+  // A third run has nothing left to do and changes nothing.
+  const BatchSummary third = RunBatch(o);
+  EXPECT_EQ(third.pairs_matched, 0);
+  EXPECT_EQ(test::DumpDatabase(db), test::DumpDatabase(*reference_db_));
+}
+
+TEST_F(BatchTest, CancelFromTheProgressCallbackThenResume) {
+  const std::string db = TempDir("cancel") + "/c.db";
+  BatchOptions o = Options(folder_->dir, db);
+  o.commit_pairs = 1;
+  {
+    BatchController c;
+    std::vector<BatchProgress> seen;
+    c.SetProgressCallback([&](const BatchProgress& p) {
+      seen.push_back(p);
+      if (p.stage == BatchStage::kMatching && p.done >= 1) c.Cancel();
+    });
+    c.Start(o);
+    c.Wait();
+    const BatchSummary s = c.Summary();
+    ASSERT_EQ(s.stage, BatchStage::kCancelled) << s.error;
+    EXPECT_LT(s.pairs_matched, s.pairs_total);
+    EXPECT_GE(s.pairs_matched, 1);
+    ASSERT_FALSE(seen.empty());
+    EXPECT_EQ(seen.front().stage, BatchStage::kExtracting);
+    EXPECT_EQ(seen.back().stage, BatchStage::kCancelled);
+  }
+  o.commit_pairs = 7;
+  const BatchSummary s = RunBatch(o);
+  ASSERT_EQ(s.stage, BatchStage::kDone) << s.error;
+  EXPECT_EQ(test::DumpDatabase(db), test::DumpDatabase(*reference_db_));
+}
+
+TEST_F(BatchTest, BatchingLimitsDoNotChangeResults) {
+  const std::string db = TempDir("unbatched") + "/u.db";
+  BatchOptions o = Options(folder_->dir, db);
+  o.max_batch_images = 1;
+  o.match.threads = 1;
+  o.commit_pairs = 100;
+  ASSERT_EQ(RunBatch(o).stage, BatchStage::kDone);
+  EXPECT_EQ(test::DumpDatabase(db), test::DumpDatabase(*reference_db_));
+}
+
+TEST_F(BatchTest, SequentialPairsNeighboursInNameOrder) {
+  const std::string db = TempDir("seq") + "/s.db";
+  BatchOptions o = Options(folder_->dir, db);
+  o.pairs = PairingOptions::Parse("sequential:2");
+  const BatchSummary s = RunBatch(o);
+  ASSERT_EQ(s.stage, BatchStage::kDone) << s.error;
+  std::set<std::pair<int64_t, int64_t>> got;
+  for (const auto& r : ReadPairResults(db)) got.insert({r.image_id1, r.image_id2});
+  const std::set<std::pair<int64_t, int64_t>> want = {{1, 2}, {1, 3}, {2, 3}, {2, 4}, {3, 4},
+                                                      {3, 5}, {4, 5}, {4, 6}, {5, 6}};
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(s.pairs_total, 9);
+}
+
+TEST_F(BatchTest, QueryFolderAgainstTheFolder) {
+  const std::string root = TempDir("query");
+  const std::string db_dir = root + "/db", q_dir = root + "/queries";
+  fs::create_directories(db_dir);
+  fs::create_directories(q_dir);
+  // Folder: the two first views of each photograph; queries: the third ones.
+  for (const auto& v : folder_->views)
+    fs::copy_file(folder_->dir + "/" + v.name,
+                  (v.name.find("_02") != std::string::npos ? q_dir : db_dir) + "/" + v.name);
+  const std::string db = root + "/q.db";
+  BatchOptions o = Options(db_dir, db);
+  o.pairs = PairingOptions::Parse("query:" + q_dir);
+  const BatchSummary s = RunBatch(o);
+  ASSERT_EQ(s.stage, BatchStage::kDone) << s.error;
+  EXPECT_EQ(s.pairs_total, 2 * 4);
+  ColmapDatabase d(db, ColmapDatabase::Mode::kReadOnly);
+  std::map<int64_t, std::string> names;
+  for (const auto& im : d.ReadImages()) names[im.image_id] = im.name;
+  ASSERT_EQ(names.size(), 6u);
+  EXPECT_EQ(names[1], "db/a_00.png");  // names relative to the folder holding both
+  EXPECT_EQ(names[5], "queries/a_02.png");
+  int verified = 0;
+  for (const auto& r : ReadPairResults(db)) {
+    const bool q1 = r.name1.rfind("queries/", 0) == 0, q2 = r.name2.rfind("queries/", 0) == 0;
+    EXPECT_NE(q1, q2) << "a pair must join a query and a folder image";
+    if (r.verified()) {
+      ++verified;
+      EXPECT_EQ(r.name1.substr(r.name1.find('/') + 1, 1), r.name2.substr(r.name2.find('/') + 1, 1));
+    }
+  }
+  EXPECT_EQ(verified, 4);
+}
+
+TEST_F(BatchTest, PairListNamesPairs) {
+  const std::string dir = TempDir("list");
+  std::ofstream(dir + "/pairs.txt") << "# comment\na_00.png a_02.png\nc_01.png a_00.png\n\n";
+  BatchOptions o = Options(folder_->dir, dir + "/l.db");
+  o.pairs = PairingOptions::Parse("list:" + dir + "/pairs.txt");
+  const BatchSummary s = RunBatch(o);
+  ASSERT_EQ(s.stage, BatchStage::kDone) << s.error;
+  EXPECT_EQ(s.pairs_total, 2);
+  EXPECT_EQ(s.pairs_verified, 1);
+  std::ofstream(dir + "/bad.txt") << "a_00.png nothere.png\n";
+  o.pairs = PairingOptions::Parse("list:" + dir + "/bad.txt");
+  const BatchSummary bad = RunBatch(o);
+  EXPECT_EQ(bad.stage, BatchStage::kFailed);
+  EXPECT_NE(bad.error.find("nothere.png"), std::string::npos) << bad.error;
+}
+
+TEST_F(BatchTest, OtherExtractionSettingsAreRefused) {
+  BatchOptions o = Options(folder_->dir, *reference_db_);
+  o.sift.contrast_threshold = 0.02;
+  BatchController c;
+  try {
+    c.Start(o);
+    FAIL() << "expected BatchError";
+  } catch (const BatchError& e) {
+    EXPECT_NE(std::string(e.what()).find("other settings"), std::string::npos) << e.what();
+  }
+}
+
+TEST(BatchErrors, ClearMessagesForUnusableInputs) {
+  const std::string dir = TempDir("errors");
+  fs::create_directories(dir + "/empty");
+  fs::create_directories(dir + "/text");
+  std::ofstream(dir + "/text/a.txt") << "x";
+  std::ofstream(dir + "/text/b.doc") << "y";
+  auto message = [&](const BatchOptions& o) {
+    BatchController c;
+    try {
+      c.Start(o);
+    } catch (const BatchError& e) {
+      return std::string(e.what());
+    }
+    c.Wait();
+    return std::string("started: ") + BatchStageName(c.Summary().stage);
+  };
+  EXPECT_NE(message(Options(dir + "/empty", dir + "/o.db")).find("holds no files"),
+            std::string::npos);
+  EXPECT_NE(message(Options(dir + "/text", dir + "/o.db")).find("no images in the folder"),
+            std::string::npos);
+  EXPECT_NE(message(Options(dir + "/missing", dir + "/o.db")).find("no such folder"),
+            std::string::npos);
+  if (::geteuid() != 0 && test::HaveSamples()) {
+    const std::string ro = dir + "/readonly";
+    fs::create_directories(ro + "/imgs");
+    fs::copy_file(test::Sample("box.png"), ro + "/imgs/box.png");
+    ::chmod(ro.c_str(), 0555);
+    const std::string m = message(Options(ro + "/imgs", ro + "/out.db"));
+    EXPECT_NE(m.find("out.db"), std::string::npos) << m;
+    EXPECT_EQ(m.find("started"), std::string::npos) << m;
+    ::chmod(ro.c_str(), 0755);
+  }
+  BatchOptions bad = Options(dir + "/text", dir + "/o.db");
+  bad.commit_pairs = 0;
+  EXPECT_NE(message(bad).find("commit"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fm::matcher
