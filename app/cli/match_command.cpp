@@ -25,6 +25,7 @@ struct MatchArgs {
   bool json = false;
   bool keypoints = false;
   bool no_outliers = false;
+  std::string mask_a, mask_b;
 };
 
 void PrintSummary(const MatchArgs& args, const LoadedInput& a, const LoadedInput& b,
@@ -83,7 +84,15 @@ int RunMatch(MatchArgs& args) {
   }
   matcher::MatchResult r;
   try {
-    r = matcher::MatchFeatures(a.features, b.features, args.match.match, *backend);
+    matcher::FeatureMasks masks;
+    if (!args.mask_a.empty())
+      masks.a = matcher::MaskFromImage(a.features, matcher::LoadGrayImage(args.mask_a));
+    if (!args.mask_b.empty())
+      masks.b = matcher::MaskFromImage(b.features, matcher::LoadGrayImage(args.mask_b));
+    r = matcher::MatchFeatures(a.features, b.features, args.match.match, *backend, &masks);
+  } catch (const matcher::ImageError& e) {
+    std::fprintf(stderr, "featmatch match: mask: %s\n", e.what());
+    return kExitBadInput;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "featmatch match: %s\n", e.what());
     return kExitBadInput;
@@ -152,6 +161,10 @@ RunFn SetupMatch(CLI::App& sub) {
   sub.add_flag("--draw-keypoints", args->keypoints, "draw every keypoint too")->group("Output");
   sub.add_flag("--inliers-only", args->no_outliers, "draw only verified inliers")
       ->group("Output");
+  sub.add_option("--mask-a", args->mask_a,
+                 "mask image for A: only features on non-zero pixels are matched")
+      ->group("Matching");
+  sub.add_option("--mask-b", args->mask_b, "mask image for B")->group("Matching");
   AddSiftOptions(sub, args->sift);
   AddMatchOptions(sub, args->match);
   AddBackendOptions(sub, args->backend);

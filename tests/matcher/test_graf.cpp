@@ -71,3 +71,48 @@ TEST(Graf, RatioMatchesAgreeWithGroundTruth) {
 
 }  // namespace
 }  // namespace fm::matcher
+
+namespace fm::matcher {
+namespace {
+
+TEST(Masks, MaskedMatchEqualsMatchOfTheAllowedSubsets) {
+  if (!test::HaveSamples()) GTEST_SKIP() << "OpenCV sample data (opencv-doc) not installed";
+  auto a = ExtractFeatures(LoadGrayImage(test::Sample("box.png")), SiftOptions{});
+  auto b = ExtractFeatures(LoadGrayImage(test::Sample("box_in_scene.png")), SiftOptions{});
+  // Left half of A, every feature of B.
+  cv::Mat mask(a.image_height, a.image_width, CV_8UC1, cv::Scalar(0));
+  mask(cv::Rect(0, 0, a.image_width / 2, a.image_height)).setTo(255);
+  FeatureMasks masks;
+  masks.a = MaskFromImage(a, mask);
+  MatchOptions opt;
+  opt.verify.model = GeometryModel::kNone;
+  opt.filter.mutual = true;
+  BackendOptions bo;
+  bo.kind = BackendKind::kCpu;
+  auto backend = CreateKnnBackend(bo);
+  auto masked = MatchFeatures(a, b, opt, *backend, &masks);
+  ASSERT_FALSE(masked.matches.empty());
+  for (const auto& m : masked.matches) EXPECT_LT(a.keypoints[m.query].x, a.image_width / 2 + 1);
+
+  // The same by hand: keep only the allowed features, match, map back.
+  core::Features sub;
+  std::vector<int> map;
+  for (int i = 0; i < a.size(); ++i)
+    if (masks.a[i]) {
+      sub.keypoints.push_back(a.keypoints[i]);
+      map.push_back(i);
+    }
+  std::vector<int64_t> rows(map.begin(), map.end());
+  sub.descriptors = core::GatherRows(a.descriptors, rows);
+  auto manual = MatchFeatures(sub, b, opt, *backend);
+  ASSERT_EQ(manual.matches.size(), masked.matches.size());
+  for (std::size_t i = 0; i < manual.matches.size(); ++i) {
+    EXPECT_EQ(map[manual.matches[i].query], masked.matches[i].query);
+    EXPECT_EQ(manual.matches[i].train, masked.matches[i].train);
+  }
+  cv::Mat wrong(10, 10, CV_8UC1, cv::Scalar(255));
+  EXPECT_THROW(MaskFromImage(a, wrong), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace fm::matcher

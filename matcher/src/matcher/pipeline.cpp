@@ -19,8 +19,25 @@ bool MatchOptions::Check(std::string* why) const {
   return true;
 }
 
+std::vector<uint8_t> MaskFromImage(const core::Features& f, const cv::Mat& mask) {
+  if (mask.empty()) return {};
+  if (mask.type() != CV_8UC1) throw std::invalid_argument("a mask must be an 8-bit single-channel image");
+  if (f.image_width > 0 && (mask.cols != f.image_width || mask.rows != f.image_height))
+    throw std::invalid_argument("mask size " + std::to_string(mask.cols) + "x" +
+                                std::to_string(mask.rows) + " differs from the image's " +
+                                std::to_string(f.image_width) + "x" +
+                                std::to_string(f.image_height));
+  std::vector<uint8_t> out(f.keypoints.size(), 0);
+  for (std::size_t i = 0; i < f.keypoints.size(); ++i) {
+    const int x = static_cast<int>(f.keypoints[i].x), y = static_cast<int>(f.keypoints[i].y);
+    out[i] = x >= 0 && y >= 0 && x < mask.cols && y < mask.rows && mask.at<uint8_t>(y, x) != 0;
+  }
+  return out;
+}
+
 MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
-                          const MatchOptions& options, core::KnnBackend& backend) {
+                          const MatchOptions& options, core::KnnBackend& backend,
+                          const FeatureMasks* masks) {
   std::string why;
   if (!options.Check(&why)) throw std::invalid_argument("match options: " + why);
   MatchResult r;
@@ -36,20 +53,43 @@ MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
   p.metric = options.metric;
   p.threads = options.threads;
 
+  // Masked features are removed before the search; indices are mapped back afterwards.
+  const bool masked = masks && (!masks->a.empty() || !masks->b.empty());
+  std::vector<int64_t> rows_a, rows_b;
+  core::DescriptorMatrix da, db;
+  if (masked) {
+    rows_a = core::MaskedRows(masks->a, a.size());
+    rows_b = core::MaskedRows(masks->b, b.size());
+    da = core::GatherRows(a.descriptors, rows_a);
+    db = core::GatherRows(b.descriptors, rows_b);
+    if (rows_a.empty() || rows_b.empty()) {
+      r.verification.model = options.verify.model;
+      return r;
+    }
+  }
+  const core::DescriptorMatrix& qa = masked ? da : a.descriptors;
+  const core::DescriptorMatrix& qb = masked ? db : b.descriptors;
+
   core::Stopwatch sw;
-  core::KnnResult fwd = backend.Search(a.descriptors, b.descriptors, p);
+  core::KnnResult fwd = backend.Search(qa, qb, p);
   r.times.push_back({"knn", sw.ElapsedMs()});
   core::KnnResult bwd;
   if (options.filter.mutual) {
     sw.Reset();
     core::KnnParams pb = p;
     pb.k = 1;
-    bwd = backend.Search(b.descriptors, a.descriptors, pb);
+    bwd = backend.Search(qb, qa, pb);
     r.times.push_back({"knn_backward", sw.ElapsedMs()});
   }
   sw.Reset();
   r.matches = core::FilterMatches(fwd, options.filter.mutual ? &bwd : nullptr, options.metric,
                                   options.filter);
+  if (masked) {
+    for (auto& m : r.matches) {
+      m.query = static_cast<int32_t>(rows_a[m.query]);
+      m.train = static_cast<int32_t>(rows_b[m.train]);
+    }
+  }
   r.times.push_back({"filter", sw.ElapsedMs()});
   sw.Reset();
   r.verification = VerifyMatches(a.keypoints, b.keypoints, r.matches, options.verify);

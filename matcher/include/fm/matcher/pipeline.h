@@ -39,9 +39,22 @@ struct MatchResult {
   int64_t num_inliers() const { return verification.num_inliers; }
 };
 
+// Optional per-feature masks: one byte per keypoint, non-zero = the feature may be matched.
+// An empty vector allows every feature of that image. Masked-out features take no part in the
+// search at all, so a masked match is exactly the match of the allowed subsets.
+struct FeatureMasks {
+  std::vector<uint8_t> a;
+  std::vector<uint8_t> b;
+};
+
+// Masks from 8-bit mask images (non-zero pixels allowed), looked up under each keypoint.
+// Throws std::invalid_argument when a mask's size differs from the image the features came from.
+std::vector<uint8_t> MaskFromImage(const core::Features& f, const cv::Mat& mask);
+
 // Matches features of image A (queries) against image B (train).
 MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
-                          const MatchOptions& options, core::KnnBackend& backend);
+                          const MatchOptions& options, core::KnnBackend& backend,
+                          const FeatureMasks* masks = nullptr);
 
 // The JSON report of a match (counts, model, matches with inlier flags, times, inputs).
 nlohmann::json MatchResultToJson(const MatchResult& result, const core::Features& a,
