@@ -207,6 +207,54 @@ __global__ void GatherKernel(const uint64_t* sorted, const int32_t* counts, int6
   }
 }
 
+// One block per query: its candidates (at most `capacity`, a power of two <= 16384) padded to a
+// power of two with the largest key, bitonic-sorted in shared memory, the first k written out.
+__global__ void SortSelectKernel(const uint64_t* __restrict__ keys,
+                                 const int32_t* __restrict__ counts, int64_t capacity, int64_t k,
+                                 float* __restrict__ out_vals, int64_t* __restrict__ out_idx,
+                                 int32_t* overflow, int64_t* total) {
+  extern __shared__ uint64_t skeys[];
+  const int64_t q = blockIdx.x;
+  const int c = counts[q];
+  const int cnt = c < capacity ? c : static_cast<int>(capacity);
+  if (threadIdx.x == 0) {
+    if (c > capacity) atomicExch(overflow, 1);
+    atomicAdd(reinterpret_cast<unsigned long long*>(total), static_cast<unsigned long long>(cnt));
+  }
+  int n2 = 2;
+  while (n2 < cnt) n2 <<= 1;
+  const uint64_t* src = keys + q * capacity;
+  for (int i = threadIdx.x; i < n2; i += blockDim.x) skeys[i] = i < cnt ? src[i] : ~0ull;
+  __syncthreads();
+  for (int size = 2; size <= n2; size <<= 1) {
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      for (int i = threadIdx.x; i < (n2 >> 1); i += blockDim.x) {
+        const int pos = 2 * i - (i & (stride - 1));
+        const int partner = pos + stride;
+        const bool asc = (pos & size) == 0;
+        const uint64_t a = skeys[pos], b = skeys[partner];
+        if ((a > b) == asc) {
+          skeys[pos] = b;
+          skeys[partner] = a;
+        }
+      }
+      __syncthreads();
+    }
+  }
+  for (int64_t j = threadIdx.x; j < k; j += blockDim.x) {
+    if (j < cnt) {
+      const uint64_t key = skeys[j];
+      out_vals[q * k + j] = FromOrderedBits(static_cast<uint32_t>(key >> 32));
+      out_idx[q * k + j] = static_cast<int64_t>(key & 0xffffffffu);
+    } else {
+      out_vals[q * k + j] = INFINITY;
+      out_idx[q * k + j] = -1;
+    }
+  }
+}
+
+constexpr int64_t kBitonicMax = 16384;
+
 template <int KD>
 void LaunchFusedKd(const int8_t* queries, const RowStats* qstats, int64_t nq,
                    const int8_t* corpus, const RowStats* cstats, int64_t n, int32_t dim,
@@ -280,6 +328,7 @@ void LaunchFusedFilterInt8(const int8_t* queries, const RowStats* qstats, int64_
 }
 
 std::size_t FinalizeTempBytes(int64_t nq, int64_t capacity) {
+  if (capacity <= kBitonicMax && (capacity & (capacity - 1)) == 0) return 0;
   return AlignUp(CubTempBytes(nq, capacity)) + 2 * AlignUp(static_cast<std::size_t>(nq) * 4);
 }
 
@@ -288,11 +337,30 @@ void LaunchFinalizeCandidates(uint64_t* keys, uint64_t* keys_alt, const int32_t*
                               int64_t* out_idx, int32_t* overflow, int64_t* total, void* temp,
                               std::size_t temp_bytes, cudaStream_t stream) {
   if (nq <= 0) return;
+  if (capacity <= kBitonicMax && (capacity & (capacity - 1)) == 0) {
+    static bool attr_set = false;
+    if (!attr_set) {
+      FM_CUDA_CHECK(cudaFuncSetAttribute(SortSelectKernel,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(kBitonicMax * sizeof(uint64_t))));
+      attr_set = true;
+    }
+    const int block = capacity >= 4096 ? 512 : 256;
+    for (int64_t q0 = 0; q0 < nq; q0 += (1LL << 30)) {
+      const int64_t qn = nq - q0 < (1LL << 30) ? nq - q0 : (1LL << 30);
+      SortSelectKernel<<<static_cast<unsigned>(qn), block, capacity * sizeof(uint64_t), stream>>>(
+          keys + q0 * capacity, counts + q0, capacity, k, out_vals + q0 * k, out_idx + q0 * k,
+          overflow, total);
+      FM_CUDA_CHECK_LAUNCH();
+    }
+    return;
+  }
   std::size_t cub_bytes = CubTempBytes(nq, capacity);
   char* base = static_cast<char*>(temp);
   int* begin = reinterpret_cast<int*>(base + AlignUp(cub_bytes));
   int* end = reinterpret_cast<int*>(base + AlignUp(cub_bytes) + AlignUp(nq * 4));
   if (temp_bytes < FinalizeTempBytes(nq, capacity)) throw GpuError("finalize: scratch too small");
+  (void)keys_alt;
   SegmentsKernel<<<static_cast<unsigned>((nq + 255) / 256), 256, 0, stream>>>(
       counts, nq, capacity, begin, end, overflow, total);
   FM_CUDA_CHECK_LAUNCH();

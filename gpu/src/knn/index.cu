@@ -523,12 +523,12 @@ struct Index::Impl {
     DeviceBuffer<int32_t>& counts = s_counts;
     DeviceBuffer<int64_t>& total = s_total;
     DeviceBuffer<uint8_t>& temp = s_temp;
+    const std::size_t temp_bytes = detail::FinalizeTempBytes(nq, cap);
     keys.Resize(static_cast<std::size_t>(nq) * cap);
-    keys_alt.Resize(static_cast<std::size_t>(nq) * cap);
+    if (temp_bytes > 0) keys_alt.Resize(static_cast<std::size_t>(nq) * cap);  // CUB sort only
     counts.Resize(static_cast<std::size_t>(nq) + 2);
     total.Resize(1);
-    const std::size_t temp_bytes = detail::FinalizeTempBytes(nq, cap);
-    temp.Resize(temp_bytes);
+    temp.Resize(std::max<std::size_t>(temp_bytes, 1));
     FM_CUDA_CHECK(cudaMemsetAsync(counts.data(), 0, (nq + 2) * sizeof(int32_t), ms));
     FM_CUDA_CHECK(cudaMemsetAsync(total.data(), 0, sizeof(int64_t), ms));
     t_score.Begin(ms);
