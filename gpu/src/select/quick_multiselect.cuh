@@ -1,4 +1,4 @@
-// Quick multi-select with warp ballots, one block per row.
+// Quick multi-select with warp ballots, one block (one warp for small k) per row.
 //
 // Partitioning: the words of the active range are taken into registers, a pivot is chosen from a
 // sorted sample of 32 (at the sample rank matching the fraction still needed), and every warp
@@ -135,7 +135,7 @@ __device__ u64 QuickCompact(u64* buf, int n, int k, QmsShared& qs) {
 }
 
 template <int KB, int T, int U>
-__global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 4) QuickMultiSelectKernel(SelectArgs a, int64_t row0) {
+__global__ void __launch_bounds__(T, T == 32 ? 32 : (KB >= 1024 ? 2 : 2048 / T / 2)) QuickMultiSelectKernel(SelectArgs a, int64_t row0) {
   using C = QmsConfig<KB, T, U>;
   extern __shared__ u64 smem[];
   u64* buf = smem;
@@ -162,9 +162,17 @@ __global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 4) QuickMultiSelectKernel(
   WriteRow<T>(a, row, buf);
 }
 
+// Block shape per bucket: small k run one warp per row (many rows in flight per SM, the
+// barriers are one warp's), larger k spread the row and the partitioning over more warps.
+template <int KB>
+struct QmsShape {
+  static constexpr int kThreads = KB <= 128 ? 32 : (KB <= 512 ? 128 : 256);
+  static constexpr int kVec = KB <= 128 ? 4 : 2;
+};
+
 template <int KB>
 void LaunchQuickMultiSelect(const SelectArgs& a) {
-  constexpr int T = 256, U = 2;
+  constexpr int T = QmsShape<KB>::kThreads, U = QmsShape<KB>::kVec;
   using C = QmsConfig<KB, T, U>;
   auto kernel = QuickMultiSelectKernel<KB, T, U>;
   PrepareSharedMemory(kernel, C::kShared, a);
