@@ -1,0 +1,158 @@
+// A library of logos kept in one SQLite file, and the query that finds them in a scene.
+//
+// The query searches every scene descriptor against the descriptors of all logos at once (one
+// kNN search over the concatenated library, each row tagged with its logo), applies a ratio test
+// per logo, then verifies each candidate logo with a USAC homography, several times over to find
+// several instances. The schema of the file is described in docs/logo_library.md.
+//
+// Thread safety: a LogoLibrary is not shared between threads without a lock; every method may be
+// called from any one thread at a time (the GUI runs it off its main thread). Methods throw
+// LogoLibraryError for bad files and bad input, std::invalid_argument for bad options; a failed
+// Add or Remove leaves the file and the object as they were.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <opencv2/core.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fm/core/filters.h"
+#include "fm/core/knn.h"
+#include "fm/core/types.h"
+#include "fm/matcher/backend.h"
+#include "fm/matcher/sift.h"
+#include "fm/matcher/verify.h"
+
+namespace fm::matcher {
+
+class LogoLibraryError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Version of the SQLite schema written by this build (stored in the `meta` table).
+inline constexpr int kLogoLibrarySchemaVersion = 1;
+
+// Settings fixed when a library is created: every logo and every scene is extracted with them.
+struct LogoLibrarySettings {
+  SiftOptions sift;
+  int max_logo_side = 512;      // logo images are downscaled so the longer side is at most this
+  int min_logo_features = 24;   // a logo image with fewer SIFT features is refused
+
+  bool Check(std::string* why) const;
+};
+
+struct LogoInfo {
+  int64_t id = 0;
+  std::string name;
+  std::string source;         // path of the image it came from
+  int32_t width = 0;          // size of the stored logo image (after downscaling), pixels
+  int32_t height = 0;
+  int64_t num_features = 0;
+  std::string added;          // UTC time, ISO 8601
+};
+
+struct LogoQueryOptions {
+  int64_t k = 6;                  // neighbours per scene descriptor in the library-wide search
+  float ratio = 0.8f;             // per-logo Lowe ratio: nearest / second nearest in that logo
+  int max_candidates = 12;        // logos verified per scene, most candidate matches first
+  int max_instances = 4;          // instances of one logo searched per scene
+  int min_inliers = 10;           // verified inliers needed for a detection
+  double min_confidence = 0.5;    // detections below this calibrated confidence are dropped
+  double threshold = 4.0;         // homography inlier threshold, scene pixels
+  UsacMethod usac = UsacMethod::kMagsac;
+  int max_iterations = 5000;
+  double max_anisotropy = 6.0;    // largest / smallest singular value of the local affine part
+  double min_side_px = 12.0;      // shortest side of the outline in the scene, pixels
+  int top = 0;                    // keep the best N detections per scene; 0 = all
+  int threads = 0;                // CPU threads for the kNN search; 0 = all
+
+  bool Check(std::string* why) const;
+};
+
+// One logo instance found in a scene.
+struct LogoDetection {
+  std::string name;
+  int64_t logo_id = 0;
+  int inliers = 0;                // verified homography inliers
+  int candidates = 0;             // per-logo matches that passed the ratio test
+  double inlier_ratio = 0;        // inliers / candidate matches of that instance's search
+  double confidence = 0;          // calibrated probability that the detection is right
+  std::array<cv::Point2f, 4> quad;  // logo corners in the scene: TL, TR, BR, BL
+  cv::Matx33d homography;         // logo image -> scene
+  // Verified correspondences: query = logo keypoint index, train = scene keypoint index.
+  std::vector<core::Match> matches;
+};
+
+struct LogoQueryResult {
+  std::vector<LogoDetection> detections;  // ranked by confidence, then inliers
+  int64_t scene_features = 0;
+  int64_t library_descriptors = 0;
+  std::string backend;
+  double extract_ms = 0, knn_ms = 0, candidates_ms = 0, verify_ms = 0;
+};
+
+// The confidence model: P(correct | inliers, inlier ratio), logistic in log(inliers) and the
+// ratio. Exposed so the evaluation can report its calibration.
+double LogoConfidence(int inliers, double inlier_ratio);
+
+class LogoLibrary {
+ public:
+  // Creates a new, empty library file (refuses to overwrite an existing file).
+  static LogoLibrary Create(const std::string& path, const LogoLibrarySettings& settings = {});
+  // Opens an existing library; checks that it is a featmatch logo library of a known version.
+  static LogoLibrary Open(const std::string& path);
+  // Opens `path` when it exists, else creates it with `settings`.
+  static LogoLibrary OpenOrCreate(const std::string& path,
+                                  const LogoLibrarySettings& settings = {});
+
+  LogoLibrary(LogoLibrary&&) noexcept;
+  LogoLibrary& operator=(LogoLibrary&&) noexcept;
+  ~LogoLibrary();
+
+  const std::string& path() const;
+  const LogoLibrarySettings& settings() const;
+
+  // Adds a logo from an image (8-bit gray or BGR). Throws LogoLibraryError when the name is
+  // taken, the image is empty, or it has fewer than settings().min_logo_features features.
+  LogoInfo Add(const std::string& name, const cv::Mat& image, const std::string& source = {});
+  // Loads the image file and adds it; `name` empty = the file's stem.
+  LogoInfo AddFile(const std::string& image_path, const std::string& name = {});
+  // Removes a logo by name; false when there is none of that name.
+  bool Remove(const std::string& name);
+  std::vector<LogoInfo> List() const;
+  int64_t size() const;               // number of logos
+  int64_t num_descriptors() const;    // rows of the concatenated library
+
+  // Keypoints and descriptors of one logo (throws when the id is unknown).
+  const core::Features& LogoFeatures(int64_t logo_id) const;
+
+  // The kNN backend used by Query. Set once; the library keeps it (and whatever it caches)
+  // across queries. Without one, Query creates the default (kAuto) backend on first use.
+  void SetBackend(std::unique_ptr<core::KnnBackend> backend);
+  core::KnnBackend& backend();
+
+  // Extracts features of the scene with the library's settings.
+  core::Features ExtractSceneFeatures(const cv::Mat& scene) const;
+  LogoQueryResult Query(const core::Features& scene, const LogoQueryOptions& options = {});
+  LogoQueryResult QueryImage(const cv::Mat& scene, const LogoQueryOptions& options = {});
+
+ private:
+  struct Impl;
+  explicit LogoLibrary(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// JSON of one scene's result (detections with quad, scores; matches when asked).
+nlohmann::json LogoQueryResultToJson(const LogoQueryResult& result, bool include_matches = false);
+
+// Draws outlines and names of the detections on a copy of the (colour or gray) scene.
+cv::Mat DrawLogoDetections(const cv::Mat& scene, const std::vector<LogoDetection>& detections);
+
+}  // namespace fm::matcher

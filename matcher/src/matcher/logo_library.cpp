@@ -1,0 +1,791 @@
+// The logo library: SQLite storage, the in-memory concatenated corpus, and the query.
+#include "fm/matcher/logo_library.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <opencv2/imgproc.hpp>
+#include <unordered_map>
+
+#include "fm/core/feature_io.h"
+#include "fm/core/timer.h"
+#include "fm/matcher/image.h"
+
+namespace fm::matcher {
+
+namespace fs = std::filesystem;
+
+// "FMLG" in the SQLite header's application id field: tells a logo library from other databases.
+constexpr int32_t kApplicationId = 0x464D4C47;
+constexpr const char* kFormatName = "featmatch-logo-library";
+
+bool LogoLibrarySettings::Check(std::string* why) const {
+  auto bad = [&](const std::string& w) {
+    if (why) *why = w;
+    return false;
+  };
+  if (!sift.Check(why)) return false;
+  if (max_logo_side < 32) return bad("max logo side must be >= 32 px");
+  if (min_logo_features < 4) return bad("min logo features must be >= 4 (a homography needs 4)");
+  return true;
+}
+
+bool LogoQueryOptions::Check(std::string* why) const {
+  auto bad = [&](const std::string& w) {
+    if (why) *why = w;
+    return false;
+  };
+  if (k < 2) return bad("k must be >= 2 (the per-logo ratio test needs a second neighbour)");
+  if (!(ratio > 0 && ratio <= 1)) return bad("ratio must be in (0, 1]");
+  if (max_candidates < 1) return bad("max candidates must be >= 1");
+  if (max_instances < 1) return bad("max instances must be >= 1");
+  if (min_inliers < 4) return bad("min inliers must be >= 4");
+  if (!(min_confidence >= 0 && min_confidence <= 1)) return bad("min confidence must be in [0, 1]");
+  if (!(threshold > 0 && threshold < 100)) return bad("threshold must be in (0, 100) px");
+  if (max_iterations < 1) return bad("max iterations must be >= 1");
+  if (!(max_anisotropy >= 1)) return bad("max anisotropy must be >= 1");
+  if (!(min_side_px >= 0)) return bad("min side must be >= 0 px");
+  if (top < 0) return bad("top must be >= 0");
+  if (threads < 0) return bad("threads must be >= 0");
+  return true;
+}
+
+double LogoConfidence(int inliers, double inlier_ratio) {
+  // Logistic model fitted on detections of the generated evaluation set (training seed, see
+  // docs/logo_library.md): z = a + b * ln(inliers) + c * inlier_ratio.
+  constexpr double a = -7.0, b = 2.6, c = 4.0;
+  if (inliers <= 0) return 0.0;
+  const double z = a + b * std::log(static_cast<double>(inliers)) + c * inlier_ratio;
+  return 1.0 / (1.0 + std::exp(-z));
+}
+
+namespace {
+
+// ---- SQLite helpers ---------------------------------------------------------------------------
+
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+      throw LogoLibraryError(std::string("SQLite: ") + sqlite3_errmsg(db));
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  void Bind(int i, int64_t v) { Check(sqlite3_bind_int64(stmt_, i, v)); }
+  void Bind(int i, const std::string& v) {
+    Check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+  }
+  void BindBlob(int i, const std::string& v) {
+    Check(sqlite3_bind_blob64(stmt_, i, v.data(), v.size(), SQLITE_TRANSIENT));
+  }
+  // true while there is a row.
+  bool Step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw LogoLibraryError(std::string("SQLite: ") + sqlite3_errmsg(db_));
+  }
+  int64_t Int(int c) const { return sqlite3_column_int64(stmt_, c); }
+  std::string Text(int c) const {
+    const auto* t = sqlite3_column_text(stmt_, c);
+    return t ? std::string(reinterpret_cast<const char*>(t),
+                           static_cast<std::size_t>(sqlite3_column_bytes(stmt_, c)))
+             : std::string();
+  }
+  const void* Blob(int c) const { return sqlite3_column_blob(stmt_, c); }
+  std::size_t BlobSize(int c) const {
+    return static_cast<std::size_t>(sqlite3_column_bytes(stmt_, c));
+  }
+
+ private:
+  void Check(int rc) {
+    if (rc != SQLITE_OK) throw LogoLibraryError(std::string("SQLite: ") + sqlite3_errmsg(db_));
+  }
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+void Exec(sqlite3* db, const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db);
+    sqlite3_free(err);
+    throw LogoLibraryError("SQLite: " + msg);
+  }
+}
+
+// Rolls back unless committed.
+class Transaction {
+ public:
+  explicit Transaction(sqlite3* db) : db_(db) { Exec(db_, "BEGIN IMMEDIATE"); }
+  ~Transaction() {
+    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  void Commit() {
+    Exec(db_, "COMMIT");
+    done_ = true;
+  }
+
+ private:
+  sqlite3* db_;
+  bool done_ = false;
+};
+
+struct DbCloser {
+  void operator()(sqlite3* db) const { sqlite3_close(db); }
+};
+using DbPtr = std::unique_ptr<sqlite3, DbCloser>;
+
+DbPtr OpenDb(const std::string& path, int flags) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  DbPtr db(raw);
+  if (rc != SQLITE_OK)
+    throw LogoLibraryError("cannot open logo library " + path + ": " +
+                           (raw ? sqlite3_errmsg(raw) : "out of memory"));
+  sqlite3_busy_timeout(raw, 5000);
+  return db;
+}
+
+std::string NowUtc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+nlohmann::json SettingsToJson(const LogoLibrarySettings& s) {
+  return {{"sift", nlohmann::json::parse(s.sift.ToJson())},
+          {"max_logo_side", s.max_logo_side},
+          {"min_logo_features", s.min_logo_features}};
+}
+
+LogoLibrarySettings SettingsFromJson(const nlohmann::json& j) {
+  LogoLibrarySettings s;
+  const auto& f = j.at("sift");
+  if (f.value("extractor", std::string()) != "opencv-sift")
+    throw LogoLibraryError("unknown extractor in library settings");
+  s.sift.max_features = f.at("max_features").get<int>();
+  s.sift.octave_layers = f.at("octave_layers").get<int>();
+  s.sift.contrast_threshold = f.at("contrast_threshold").get<double>();
+  s.sift.edge_threshold = f.at("edge_threshold").get<double>();
+  s.sift.sigma = f.at("sigma").get<double>();
+  s.sift.root_sift = f.at("root_sift").get<bool>();
+  s.sift.max_image_size = f.at("max_image_size").get<int>();
+  s.max_logo_side = j.at("max_logo_side").get<int>();
+  s.min_logo_features = j.at("min_logo_features").get<int>();
+  return s;
+}
+
+// ---- geometry --------------------------------------------------------------------------------
+
+std::array<cv::Point2f, 4> MapCorners(const cv::Matx33d& h, double w, double hgt) {
+  const double xs[4] = {0, w, w, 0}, ys[4] = {0, 0, hgt, hgt};
+  std::array<cv::Point2f, 4> q;
+  for (int i = 0; i < 4; ++i) {
+    const double X = h(0, 0) * xs[i] + h(0, 1) * ys[i] + h(0, 2);
+    const double Y = h(1, 0) * xs[i] + h(1, 1) * ys[i] + h(1, 2);
+    const double W = h(2, 0) * xs[i] + h(2, 1) * ys[i] + h(2, 2);
+    q[i] = cv::Point2f(static_cast<float>(X / W), static_cast<float>(Y / W));
+  }
+  return q;
+}
+
+double SignedArea(const std::array<cv::Point2f, 4>& q) {
+  double s = 0;
+  for (int i = 0; i < 4; ++i) {
+    const auto& a = q[i];
+    const auto& b = q[(i + 1) % 4];
+    s += static_cast<double>(a.x) * b.y - static_cast<double>(b.x) * a.y;
+  }
+  return 0.5 * s;
+}
+
+// A homography that a flat logo seen by a camera can produce: maps the logo in front of the
+// camera (positive w at every corner), keeps orientation, gives a convex outline with sides of
+// a visible size, and does not squash the logo more than max_anisotropy at its centre.
+bool PlausibleHomography(const cv::Matx33d& h, double w, double hgt,
+                         const LogoQueryOptions& o, double scene_area,
+                         std::array<cv::Point2f, 4>* quad) {
+  const double xs[4] = {0, w, w, 0}, ys[4] = {0, 0, hgt, hgt};
+  for (int i = 0; i < 4; ++i)
+    if (h(2, 0) * xs[i] + h(2, 1) * ys[i] + h(2, 2) <= 0) return false;
+  *quad = MapCorners(h, w, hgt);
+  for (const auto& p : *quad)
+    if (!std::isfinite(p.x) || !std::isfinite(p.y)) return false;
+  const double area = SignedArea(*quad);
+  if (!(area > 0)) return false;
+  if (area > 4.0 * scene_area) return false;
+  std::vector<cv::Point2f> contour(quad->begin(), quad->end());
+  if (!cv::isContourConvex(contour)) return false;
+  for (int i = 0; i < 4; ++i)
+    if (cv::norm((*quad)[i] - (*quad)[(i + 1) % 4]) < o.min_side_px) return false;
+  // Jacobian of the homography at the logo centre.
+  const double cx = w / 2, cy = hgt / 2;
+  const double W = h(2, 0) * cx + h(2, 1) * cy + h(2, 2);
+  const double X = (h(0, 0) * cx + h(0, 1) * cy + h(0, 2)) / W;
+  const double Y = (h(1, 0) * cx + h(1, 1) * cy + h(1, 2)) / W;
+  cv::Matx22d J((h(0, 0) - h(2, 0) * X) / W, (h(0, 1) - h(2, 1) * X) / W,
+                (h(1, 0) - h(2, 0) * Y) / W, (h(1, 1) - h(2, 1) * Y) / W);
+  cv::Mat s;
+  cv::SVD::compute(cv::Mat(J), s, cv::SVD::NO_UV);
+  const double s1 = s.at<double>(0), s2 = s.at<double>(1);
+  if (!(s2 > 1e-9) || s1 / s2 > o.max_anisotropy) return false;
+  return true;
+}
+
+bool InsideQuad(const std::array<cv::Point2f, 4>& q, float x, float y) {
+  std::vector<cv::Point2f> c(q.begin(), q.end());
+  return cv::pointPolygonTest(c, cv::Point2f(x, y), false) >= 0;
+}
+
+double QuadIou(const std::array<cv::Point2f, 4>& a, const std::array<cv::Point2f, 4>& b) {
+  std::vector<cv::Point2f> pa(a.begin(), a.end()), pb(b.begin(), b.end()), inter;
+  const double ia = std::abs(cv::contourArea(pa)), ib = std::abs(cv::contourArea(pb));
+  if (ia <= 0 || ib <= 0) return 0;
+  const float i = cv::intersectConvexConvex(pa, pb, inter, true);
+  if (i <= 0) return 0;
+  return i / (ia + ib - i);
+}
+
+}  // namespace
+
+// ---- the library -----------------------------------------------------------------------------
+
+struct LogoLibrary::Impl {
+  std::string path;
+  DbPtr db;
+  LogoLibrarySettings settings;
+  std::vector<LogoInfo> logos;              // ordered by id
+  std::vector<core::Features> features;     // parallel to logos
+  // The concatenated corpus: every logo's descriptors, in the order of `logos`.
+  core::DescriptorMatrix corpus;
+  std::vector<int32_t> row_logo;            // corpus row -> index into `logos`
+  std::vector<int32_t> row_local;           // corpus row -> keypoint index in that logo
+  std::unique_ptr<core::KnnBackend> backend;
+
+  void AppendToCorpus(std::size_t logo_index) {
+    const auto& d = features[logo_index].descriptors;
+    if (corpus.rows() == 0 && corpus.dim() == 0) {
+      corpus = d;
+    } else {
+      corpus.Append(d);
+    }
+    for (int64_t r = 0; r < d.rows(); ++r) {
+      row_logo.push_back(static_cast<int32_t>(logo_index));
+      row_local.push_back(static_cast<int32_t>(r));
+    }
+  }
+  void RebuildCorpus() {
+    corpus = core::DescriptorMatrix();
+    row_logo.clear();
+    row_local.clear();
+    for (std::size_t i = 0; i < logos.size(); ++i) AppendToCorpus(i);
+  }
+  std::size_t IndexOfId(int64_t id) const {
+    for (std::size_t i = 0; i < logos.size(); ++i)
+      if (logos[i].id == id) return i;
+    throw LogoLibraryError("no logo with id " + std::to_string(id) + " in " + path);
+  }
+};
+
+LogoLibrary::LogoLibrary(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LogoLibrary::LogoLibrary(LogoLibrary&&) noexcept = default;
+LogoLibrary& LogoLibrary::operator=(LogoLibrary&&) noexcept = default;
+LogoLibrary::~LogoLibrary() = default;
+
+const std::string& LogoLibrary::path() const { return impl_->path; }
+const LogoLibrarySettings& LogoLibrary::settings() const { return impl_->settings; }
+
+LogoLibrary LogoLibrary::Create(const std::string& path, const LogoLibrarySettings& settings) {
+  std::string why;
+  if (!settings.Check(&why)) throw std::invalid_argument("logo library settings: " + why);
+  std::error_code ec;
+  if (fs::exists(path, ec))
+    throw LogoLibraryError("cannot create logo library " + path + ": the file already exists");
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->settings = settings;
+  try {
+    impl->db = OpenDb(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    Transaction t(impl->db.get());
+    Exec(impl->db.get(),
+         ("PRAGMA application_id = " + std::to_string(kApplicationId) + ";" +
+          "PRAGMA user_version = " + std::to_string(kLogoLibrarySchemaVersion) + ";")
+             .c_str());
+    Exec(impl->db.get(),
+         "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+         "CREATE TABLE logos("
+         "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+         "  name TEXT NOT NULL UNIQUE,"
+         "  source TEXT NOT NULL,"
+         "  width INTEGER NOT NULL,"
+         "  height INTEGER NOT NULL,"
+         "  num_features INTEGER NOT NULL,"
+         "  descriptor_type TEXT NOT NULL,"
+         "  descriptor_dim INTEGER NOT NULL,"
+         "  added TEXT NOT NULL,"
+         "  features BLOB NOT NULL);");
+    const std::pair<std::string, std::string> rows[] = {
+        {"format", kFormatName},
+        {"schema_version", std::to_string(kLogoLibrarySchemaVersion)},
+        {"settings", SettingsToJson(settings).dump()},
+        {"created", NowUtc()}};
+    for (const auto& [k, v] : rows) {
+      Stmt s(impl->db.get(), "INSERT INTO meta(key, value) VALUES (?, ?)");
+      s.Bind(1, k);
+      s.Bind(2, v);
+      s.Step();
+    }
+    t.Commit();
+  } catch (...) {
+    impl->db.reset();
+    fs::remove(path, ec);
+    throw;
+  }
+  return LogoLibrary(std::move(impl));
+}
+
+LogoLibrary LogoLibrary::Open(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    throw LogoLibraryError("logo library " + path + " does not exist (add a logo to create it)");
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->db = OpenDb(path, SQLITE_OPEN_READWRITE);
+  sqlite3* db = impl->db.get();
+  const std::string not_lib = path + " is not a featmatch logo library";
+  try {
+    Stmt app(db, "PRAGMA application_id");
+    if (!app.Step() || app.Int(0) != kApplicationId) throw LogoLibraryError(not_lib);
+    Stmt meta(db, "SELECT key, value FROM meta");
+    std::map<std::string, std::string> m;
+    while (meta.Step()) m[meta.Text(0)] = meta.Text(1);
+    if (m["format"] != kFormatName) throw LogoLibraryError(not_lib);
+    const int version = std::atoi(m["schema_version"].c_str());
+    if (version < 1 || version > kLogoLibrarySchemaVersion)
+      throw LogoLibraryError(path + ": logo library schema version " + m["schema_version"] +
+                             " is not supported by this featmatch (it reads up to version " +
+                             std::to_string(kLogoLibrarySchemaVersion) + ")");
+    try {
+      impl->settings = SettingsFromJson(nlohmann::json::parse(m["settings"]));
+    } catch (const std::exception& e) {
+      throw LogoLibraryError(path + ": damaged settings in the logo library (" + e.what() + ")");
+    }
+    Stmt s(db,
+           "SELECT id, name, source, width, height, num_features, added, features FROM logos "
+           "ORDER BY id");
+    while (s.Step()) {
+      LogoInfo info;
+      info.id = s.Int(0);
+      info.name = s.Text(1);
+      info.source = s.Text(2);
+      info.width = static_cast<int32_t>(s.Int(3));
+      info.height = static_cast<int32_t>(s.Int(4));
+      info.num_features = s.Int(5);
+      info.added = s.Text(6);
+      core::Features f;
+      try {
+        f = core::DecodeFeatures(s.Blob(7), s.BlobSize(7), nullptr,
+                                 "features of logo '" + info.name + "'");
+      } catch (const core::FeatureFileError& e) {
+        throw LogoLibraryError(path + ": " + e.what());
+      }
+      if (f.size() != info.num_features || f.descriptors.rows() != f.size())
+        throw LogoLibraryError(path + ": logo '" + info.name + "' has inconsistent features");
+      if (!impl->features.empty() &&
+          (f.descriptors.type() != impl->features[0].descriptors.type() ||
+           f.descriptors.dim() != impl->features[0].descriptors.dim()))
+        throw LogoLibraryError(path + ": logo '" + info.name +
+                               "' has descriptors of another type than the rest");
+      impl->logos.push_back(std::move(info));
+      impl->features.push_back(std::move(f));
+    }
+  } catch (const LogoLibraryError& e) {
+    // SQLite says "file is not a database" for foreign or damaged files; say it our way.
+    const std::string msg = e.what();
+    if (msg.find("not a database") != std::string::npos || msg.find("no such table") !=
+                                                               std::string::npos)
+      throw LogoLibraryError(not_lib + " (" + msg + ")");
+    throw;
+  }
+  impl->RebuildCorpus();
+  return LogoLibrary(std::move(impl));
+}
+
+LogoLibrary LogoLibrary::OpenOrCreate(const std::string& path,
+                                      const LogoLibrarySettings& settings) {
+  std::error_code ec;
+  if (fs::exists(path, ec)) return Open(path);
+  return Create(path, settings);
+}
+
+LogoInfo LogoLibrary::Add(const std::string& name, const cv::Mat& image,
+                          const std::string& source) {
+  Impl& d = *impl_;
+  if (name.empty()) throw LogoLibraryError("a logo needs a name");
+  for (const auto& l : d.logos)
+    if (l.name == name)
+      throw LogoLibraryError("a logo named '" + name + "' is already in " + d.path +
+                             " (remove it first or choose another --name)");
+  if (image.empty() || image.depth() != CV_8U)
+    throw LogoLibraryError("logo '" + name + "': the image is empty or not 8-bit");
+  cv::Mat img = image;
+  const int side = std::max(img.cols, img.rows);
+  if (side > d.settings.max_logo_side) {
+    const double f = static_cast<double>(d.settings.max_logo_side) / side;
+    cv::resize(image, img, cv::Size(), f, f, cv::INTER_AREA);
+  }
+  core::Features f = ExtractFeatures(img, d.settings.sift);
+  if (f.size() < d.settings.min_logo_features)
+    throw LogoLibraryError("logo '" + name + "' has too few features: " +
+                           std::to_string(f.size()) + " SIFT features, at least " +
+                           std::to_string(d.settings.min_logo_features) +
+                           " are needed (use a larger or more detailed image)");
+  if (!d.features.empty() && (f.descriptors.type() != d.features[0].descriptors.type() ||
+                              f.descriptors.dim() != d.features[0].descriptors.dim()))
+    throw LogoLibraryError("logo '" + name + "': descriptors differ from the library's");
+  LogoInfo info;
+  info.name = name;
+  info.source = source;
+  info.width = img.cols;
+  info.height = img.rows;
+  info.num_features = f.size();
+  info.added = NowUtc();
+  const std::string blob = core::EncodeFeatures(f);
+  {
+    Transaction t(d.db.get());
+    Stmt s(d.db.get(),
+           "INSERT INTO logos(name, source, width, height, num_features, descriptor_type, "
+           "descriptor_dim, added, features) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    s.Bind(1, info.name);
+    s.Bind(2, info.source);
+    s.Bind(3, static_cast<int64_t>(info.width));
+    s.Bind(4, static_cast<int64_t>(info.height));
+    s.Bind(5, info.num_features);
+    s.Bind(6, std::string(core::DescriptorTypeName(f.descriptors.type())));
+    s.Bind(7, static_cast<int64_t>(f.descriptors.dim()));
+    s.Bind(8, info.added);
+    s.BindBlob(9, blob);
+    try {
+      s.Step();
+    } catch (const LogoLibraryError& e) {
+      throw LogoLibraryError("cannot add logo '" + name + "' to " + d.path + ": " + e.what());
+    }
+    info.id = sqlite3_last_insert_rowid(d.db.get());
+    t.Commit();
+  }
+  // Memory is updated only after the commit; a failure above leaves both as they were.
+  d.logos.push_back(info);
+  d.features.push_back(std::move(f));
+  d.AppendToCorpus(d.logos.size() - 1);
+  return info;
+}
+
+LogoInfo LogoLibrary::AddFile(const std::string& image_path, const std::string& name) {
+  cv::Mat img;
+  try {
+    img = LoadGrayImage(image_path);
+  } catch (const ImageError& e) {
+    throw LogoLibraryError(e.what());
+  }
+  const std::string n = name.empty() ? fs::path(image_path).stem().string() : name;
+  return Add(n, img, image_path);
+}
+
+bool LogoLibrary::Remove(const std::string& name) {
+  Impl& d = *impl_;
+  auto it = std::find_if(d.logos.begin(), d.logos.end(),
+                         [&](const LogoInfo& l) { return l.name == name; });
+  if (it == d.logos.end()) return false;
+  {
+    Transaction t(d.db.get());
+    Stmt s(d.db.get(), "DELETE FROM logos WHERE name = ?");
+    s.Bind(1, name);
+    s.Step();
+    t.Commit();
+  }
+  const auto i = static_cast<std::size_t>(it - d.logos.begin());
+  d.logos.erase(d.logos.begin() + static_cast<std::ptrdiff_t>(i));
+  d.features.erase(d.features.begin() + static_cast<std::ptrdiff_t>(i));
+  d.RebuildCorpus();
+  return true;
+}
+
+std::vector<LogoInfo> LogoLibrary::List() const { return impl_->logos; }
+int64_t LogoLibrary::size() const { return static_cast<int64_t>(impl_->logos.size()); }
+int64_t LogoLibrary::num_descriptors() const { return impl_->corpus.rows(); }
+
+const core::Features& LogoLibrary::LogoFeatures(int64_t logo_id) const {
+  return impl_->features[impl_->IndexOfId(logo_id)];
+}
+
+void LogoLibrary::SetBackend(std::unique_ptr<core::KnnBackend> backend) {
+  impl_->backend = std::move(backend);
+}
+
+core::KnnBackend& LogoLibrary::backend() {
+  if (!impl_->backend) impl_->backend = CreateKnnBackend(BackendOptions{});
+  return *impl_->backend;
+}
+
+core::Features LogoLibrary::ExtractSceneFeatures(const cv::Mat& scene) const {
+  if (scene.empty()) throw LogoLibraryError("the scene image is empty");
+  return ExtractFeatures(scene, impl_->settings.sift);
+}
+
+LogoQueryResult LogoLibrary::QueryImage(const cv::Mat& scene, const LogoQueryOptions& options) {
+  core::Stopwatch sw;
+  core::Features f = ExtractSceneFeatures(scene);
+  const double ms = sw.ElapsedMs();
+  LogoQueryResult r = Query(f, options);
+  r.extract_ms = ms;
+  return r;
+}
+
+LogoQueryResult LogoLibrary::Query(const core::Features& scene, const LogoQueryOptions& options) {
+  std::string why;
+  if (!options.Check(&why)) throw std::invalid_argument("logo query options: " + why);
+  Impl& d = *impl_;
+  LogoQueryResult r;
+  r.scene_features = scene.size();
+  r.library_descriptors = d.corpus.rows();
+  if (d.corpus.rows() == 0 || scene.size() == 0) return r;
+  if (scene.descriptors.type() != d.corpus.type() || scene.descriptors.dim() != d.corpus.dim())
+    throw LogoLibraryError(std::string("scene descriptors (") +
+                           core::DescriptorTypeName(scene.descriptors.type()) + ", " +
+                           std::to_string(scene.descriptors.dim()) +
+                           ") do not match the library's (" +
+                           core::DescriptorTypeName(d.corpus.type()) + ", " +
+                           std::to_string(d.corpus.dim()) + ")");
+  core::KnnBackend& be = backend();
+  r.backend = be.description();
+
+  // 1. One search of every scene descriptor against the whole library.
+  core::Stopwatch sw;
+  core::KnnParams p;
+  p.k = options.k;
+  p.metric = core::Metric::kL2Squared;
+  p.threads = options.threads;
+  const core::KnnResult knn = be.Search(scene.descriptors, d.corpus, p);
+  r.knn_ms = sw.ElapsedMs();
+
+  // 2. Per-logo candidates: for each scene feature, its nearest row in each logo that appears
+  // among its k neighbours, kept when nearest / second nearest in the same logo passes the
+  // ratio test. A logo seen once in the list has its second nearest at or beyond the k-th
+  // neighbour, so the k-th distance bounds the ratio from above (the test stays conservative).
+  sw.Reset();
+  const int64_t k = knn.k;
+  std::unordered_map<int32_t, std::vector<core::Match>> per_logo;
+  std::vector<int32_t> seen_logo;
+  std::vector<float> first, second;
+  std::vector<int64_t> first_row;
+  for (int64_t q = 0; q < knn.rows; ++q) {
+    seen_logo.clear();
+    first.clear();
+    second.clear();
+    first_row.clear();
+    float kth = std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t row = knn.index(q, j);
+      if (row < 0) break;
+      const float dist = knn.distance(q, j);
+      kth = dist;
+      const int32_t logo = d.row_logo[static_cast<std::size_t>(row)];
+      auto it = std::find(seen_logo.begin(), seen_logo.end(), logo);
+      if (it == seen_logo.end()) {
+        seen_logo.push_back(logo);
+        first.push_back(dist);
+        second.push_back(std::numeric_limits<float>::infinity());
+        first_row.push_back(row);
+      } else {
+        const auto i = static_cast<std::size_t>(it - seen_logo.begin());
+        if (std::isinf(second[i])) second[i] = dist;
+      }
+    }
+    const bool full = knn.index(q, k - 1) >= 0;
+    for (std::size_t i = 0; i < seen_logo.size(); ++i) {
+      float d2 = second[i];
+      if (std::isinf(d2) && full) d2 = kth;
+      const float n1 = core::NaturalDistance(first[i], core::Metric::kL2Squared);
+      const float n2 = core::NaturalDistance(d2, core::Metric::kL2Squared);
+      const float ratio = std::isinf(n2) ? 0.0f : (n2 > 0 ? n1 / n2 : 1.0f);
+      if (ratio > options.ratio) continue;
+      core::Match m;
+      m.query = d.row_local[static_cast<std::size_t>(first_row[i])];
+      m.train = static_cast<int32_t>(q);
+      m.image = seen_logo[i];
+      m.distance = n1;
+      m.ratio = ratio;
+      per_logo[seen_logo[i]].push_back(m);
+    }
+  }
+  std::vector<std::pair<int32_t, std::size_t>> ranked;
+  for (const auto& [logo, ms] : per_logo)
+    if (static_cast<int>(ms.size()) >= options.min_inliers) ranked.emplace_back(logo, ms.size());
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return a.second > b.second || (a.second == b.second && a.first < b.first);
+  });
+  if (ranked.size() > static_cast<std::size_t>(options.max_candidates))
+    ranked.resize(static_cast<std::size_t>(options.max_candidates));
+  r.candidates_ms = sw.ElapsedMs();
+
+  // 3. Verification: a homography per candidate logo, repeated on the matches left over to find
+  // further instances.
+  sw.Reset();
+  const double scene_area = std::max(1.0, static_cast<double>(scene.image_width) *
+                                              static_cast<double>(scene.image_height));
+  VerifyOptions vo;
+  vo.model = GeometryModel::kHomography;
+  vo.method = options.usac;
+  vo.threshold = options.threshold;
+  vo.max_iterations = options.max_iterations;
+  vo.min_inliers = options.min_inliers;
+  std::vector<LogoDetection> found;
+  for (const auto& [logo, count] : ranked) {
+    const LogoInfo& info = d.logos[static_cast<std::size_t>(logo)];
+    const core::Features& lf = d.features[static_cast<std::size_t>(logo)];
+    std::vector<core::Match> remaining = per_logo[logo];
+    for (int inst = 0; inst < options.max_instances; ++inst) {
+      if (static_cast<int>(remaining.size()) < options.min_inliers) break;
+      Verification v = VerifyMatches(lf.keypoints, scene.keypoints, remaining, vo);
+      if (!v.verified || v.matrix.empty()) break;
+      cv::Matx33d H;
+      for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) H(a, b) = v.matrix.at<double>(a, b);
+      std::array<cv::Point2f, 4> quad;
+      if (!PlausibleHomography(H, info.width, info.height, options, scene_area, &quad)) break;
+      // Count each logo keypoint and each scene keypoint once: several scene features matched
+      // to one logo feature (or the reverse) are one piece of evidence.
+      std::vector<core::Match> in;
+      std::vector<int32_t> used_logo, used_scene;
+      for (std::size_t i = 0; i < remaining.size(); ++i) {
+        if (!v.inliers[i]) continue;
+        const auto& m = remaining[i];
+        if (std::find(used_logo.begin(), used_logo.end(), m.query) != used_logo.end()) continue;
+        if (std::find(used_scene.begin(), used_scene.end(), m.train) != used_scene.end())
+          continue;
+        used_logo.push_back(m.query);
+        used_scene.push_back(m.train);
+        in.push_back(m);
+      }
+      const int inliers = static_cast<int>(in.size());
+      const double ratio = static_cast<double>(inliers) / static_cast<double>(remaining.size());
+      // Leave out the inliers and every match that lands inside this instance's outline.
+      std::vector<core::Match> rest;
+      for (std::size_t i = 0; i < remaining.size(); ++i) {
+        if (v.inliers[i]) continue;
+        const auto& kp = scene.keypoints[static_cast<std::size_t>(remaining[i].train)];
+        if (InsideQuad(quad, kp.x, kp.y)) continue;
+        rest.push_back(remaining[i]);
+      }
+      if (inliers >= options.min_inliers) {
+        LogoDetection det;
+        det.name = info.name;
+        det.logo_id = info.id;
+        det.inliers = inliers;
+        det.candidates = static_cast<int>(remaining.size());
+        det.inlier_ratio = ratio;
+        det.confidence = LogoConfidence(inliers, ratio);
+        det.quad = quad;
+        det.homography = H;
+        det.matches = std::move(in);
+        if (det.confidence >= options.min_confidence) found.push_back(std::move(det));
+      }
+      remaining.swap(rest);
+    }
+  }
+  // Rank, then drop detections whose outline mostly covers a better one (another logo claiming
+  // the same place, or the same instance found twice).
+  std::sort(found.begin(), found.end(), [](const LogoDetection& a, const LogoDetection& b) {
+    if (a.confidence != b.confidence) return a.confidence > b.confidence;
+    if (a.inliers != b.inliers) return a.inliers > b.inliers;
+    return a.logo_id < b.logo_id;
+  });
+  for (auto& det : found) {
+    bool overlaps = false;
+    for (const auto& kept : r.detections)
+      if (QuadIou(det.quad, kept.quad) > 0.5) {
+        overlaps = true;
+        break;
+      }
+    if (!overlaps) r.detections.push_back(std::move(det));
+  }
+  if (options.top > 0 && r.detections.size() > static_cast<std::size_t>(options.top))
+    r.detections.resize(static_cast<std::size_t>(options.top));
+  r.verify_ms = sw.ElapsedMs();
+  return r;
+}
+
+nlohmann::json LogoQueryResultToJson(const LogoQueryResult& result, bool include_matches) {
+  using nlohmann::json;
+  json dets = json::array();
+  for (const auto& d : result.detections) {
+    json quad = json::array();
+    for (const auto& p : d.quad) quad.push_back({p.x, p.y});
+    json h = json::array();
+    for (int r = 0; r < 3; ++r) h.push_back({d.homography(r, 0), d.homography(r, 1),
+                                             d.homography(r, 2)});
+    json j = {{"name", d.name},
+              {"logo_id", d.logo_id},
+              {"inliers", d.inliers},
+              {"candidate_matches", d.candidates},
+              {"inlier_ratio", d.inlier_ratio},
+              {"confidence", d.confidence},
+              {"quad", quad},
+              {"homography", h}};
+    if (include_matches) {
+      json ms = json::array();
+      for (const auto& m : d.matches) ms.push_back({{"logo", m.query}, {"scene", m.train}});
+      j["matches"] = ms;
+    }
+    dets.push_back(j);
+  }
+  return {{"detections", dets},
+          {"found", !result.detections.empty()},
+          {"scene_features", result.scene_features},
+          {"library_descriptors", result.library_descriptors},
+          {"backend", result.backend},
+          {"times_ms",
+           {{"extract", result.extract_ms},
+            {"knn", result.knn_ms},
+            {"candidates", result.candidates_ms},
+            {"verify", result.verify_ms}}}};
+}
+
+cv::Mat DrawLogoDetections(const cv::Mat& scene, const std::vector<LogoDetection>& detections) {
+  cv::Mat out;
+  if (scene.channels() == 1)
+    cv::cvtColor(scene, out, cv::COLOR_GRAY2BGR);
+  else
+    out = scene.clone();
+  const int thick = std::max(2, std::max(out.cols, out.rows) / 400);
+  const double font = std::max(0.5, std::max(out.cols, out.rows) / 1200.0);
+  for (const auto& d : detections) {
+    std::vector<cv::Point> poly;
+    for (const auto& p : d.quad) poly.emplace_back(cvRound(p.x), cvRound(p.y));
+    cv::polylines(out, poly, true, cv::Scalar(0, 255, 0), thick, cv::LINE_AA);
+    char label[256];
+    std::snprintf(label, sizeof label, "%s %.2f (%d)", d.name.c_str(), d.confidence, d.inliers);
+    cv::Point org = poly[0];
+    for (const auto& p : poly) org = (p.y < org.y) ? p : org;
+    org.y = std::max(org.y - 6, 14);
+    cv::putText(out, label, org, cv::FONT_HERSHEY_SIMPLEX, font, cv::Scalar(0, 0, 0), thick + 2,
+                cv::LINE_AA);
+    cv::putText(out, label, org, cv::FONT_HERSHEY_SIMPLEX, font, cv::Scalar(0, 255, 255), thick,
+                cv::LINE_AA);
+  }
+  return out;
+}
+
+}  // namespace fm::matcher
