@@ -1,13 +1,57 @@
-// featmatch-gui: the Qt 6 desktop app.
+// featmatch-gui: the Qt 6 desktop app. Parses the command line and opens the main window.
 #include <QApplication>
+#include <QCommandLineParser>
+#include <QTimer>
+#include <cstdio>
 
 #include "fm/ui/main_window.h"
+#include "fm/ui/match_view.h"
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setOrganizationName("featmatch");
   QApplication::setApplicationName("featmatch");
+  QApplication::setApplicationVersion("0.1.0");
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(
+      "featmatch desktop app: match images, see features and matches.");
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addPositionalArgument("A", "first image to open (optional)");
+  parser.addPositionalArgument("B", "second image to open (optional)");
+  QCommandLineOption screenshot("screenshot",
+                                "open A and B, match them, save a PNG of every view into DIR "
+                                "and quit",
+                                "DIR");
+  parser.addOption(screenshot);
+  parser.process(app);
+  const QStringList images = parser.positionalArguments();
+
   fm::ui::MainWindow window;
+  if (parser.isSet(screenshot)) {
+    if (images.size() != 2) {
+      std::fprintf(stderr, "featmatch-gui: --screenshot needs two images A and B\n");
+      return 2;
+    }
+    window.resize(1600, 1000);
+    window.show();
+    int code = 0;
+    QObject::connect(
+        &window, &fm::ui::MainWindow::screenshotsDone, &app, [&](bool ok, const QString& message) {
+          std::fprintf(ok ? stdout : stderr, "%s%s\n",
+                       ok ? "" : "featmatch-gui: screenshots failed: ", qPrintable(message));
+          code = ok ? 0 : 1;
+          app.exit(code);
+        });
+    QTimer::singleShot(0, &window, [&] {
+      window.StartScreenshots(parser.value(screenshot), images[0], images[1]);
+    });
+    app.exec();
+    return code;
+  }
   window.show();
+  for (int side = 0; side < images.size() && side < 2; ++side)
+    window.matchView()->OpenImage(side, images[side]);
   return app.exec();
 }

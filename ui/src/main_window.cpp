@@ -1,25 +1,203 @@
 #include "fm/ui/main_window.h"
 
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QFileInfo>
 #include <QLabel>
 #include <QMenuBar>
+#include <QMessageBox>
+#include <QSettings>
 #include <QStatusBar>
+#include <QTabWidget>
+#include <QTimer>
 
 #include "fm/matcher/backend.h"
+#include "fm/ui/match_canvas.h"
+#include "fm/ui/match_view.h"
 
 namespace fm::ui {
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
-  setWindowTitle("featmatch");
-  auto* label = new QLabel(tr("featmatch: open two images to match them"), this);
-  label->setAlignment(Qt::AlignCenter);
-  setCentralWidget(label);
-  auto* file = menuBar()->addMenu(tr("&File"));
-  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+namespace {
+constexpr int kMaxRecent = 10;
+}
+
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent), tabs_(new QTabWidget), match_view_(new MatchView) {
+  setWindowTitle(tr("featmatch"));
+  setObjectName("fm_main_window");
+  tabs_->setObjectName("fm_tabs");
+  tabs_->setDocumentMode(true);
+  tabs_->addTab(match_view_, tr("Match"));
+  setCentralWidget(tabs_);
+  BuildMenus();
+
   std::string gpu;
-  statusBar()->showMessage(matcher::GpuAvailable(&gpu)
-                               ? tr("GPU: %1").arg(QString::fromStdString(gpu))
-                               : tr("No GPU: matching runs on the CPU"));
-  resize(1200, 800);
+  auto* device =
+      new QLabel(matcher::GpuAvailable(&gpu) ? tr("GPU: %1").arg(QString::fromStdString(gpu))
+                                             : tr("No GPU: kNN runs on the CPU"));
+  device->setObjectName("fm_device_label");
+  statusBar()->addPermanentWidget(device);
+  connect(match_view_, &MatchView::imageOpened, this, [this](int, const QString& path) {
+    AddRecentFile(path);
+    statusBar()->showMessage(tr("Opened %1").arg(QDir::toNativeSeparators(path)), 4000);
+  });
+  connect(match_view_->canvas(), &MatchCanvas::zoomChanged, this, [this](double z) {
+    statusBar()->showMessage(tr("Zoom %1%").arg(qRound(z * 100)), 1500);
+  });
+
+  QSettings settings;
+  match_view_->LoadSettings(settings);
+  if (!restoreGeometry(settings.value("window/geometry").toByteArray())) resize(1440, 900);
+  tabs_->setCurrentIndex(settings.value("window/tab", 0).toInt());
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::BuildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(match_view_->openA());
+  file->addAction(match_view_->openB());
+  recent_a_ = file->addMenu(tr("Open Recent as &A"));
+  recent_b_ = file->addMenu(tr("Open Recent as B"));
+  file->addSeparator();
+  file->addAction(match_view_->saveDrawingAction());
+  file->addAction(match_view_->saveReportAction());
+  file->addSeparator();
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+  QMenu* match = menuBar()->addMenu(tr("&Match"));
+  match->addAction(match_view_->runAction());
+  match->addAction(match_view_->cancelAction());
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  view->addAction(match_view_->zoomInAction());
+  view->addAction(match_view_->zoomOutAction());
+  view->addAction(match_view_->zoomFitAction());
+  view->addAction(match_view_->zoomActualAction());
+  view->addSeparator();
+  view->addAction(match_view_->keypointsAction());
+  view->addAction(match_view_->outliersAction());
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About featmatch"), this, &MainWindow::ShowAbout);
+  RebuildRecentMenus();
+}
+
+QStringList MainWindow::RecentFiles() { return QSettings().value("recent/files").toStringList(); }
+
+void MainWindow::AddRecentFile(const QString& path) {
+  QStringList files = RecentFiles();
+  const QString abs = QFileInfo(path).absoluteFilePath();
+  files.removeAll(abs);
+  files.prepend(abs);
+  while (files.size() > kMaxRecent) files.removeLast();
+  QSettings().setValue("recent/files", files);
+  RebuildRecentMenus();
+}
+
+void MainWindow::RebuildRecentMenus() {
+  const QStringList files = RecentFiles();
+  for (int side = 0; side < 2; ++side) {
+    QMenu* menu = side == 0 ? recent_a_ : recent_b_;
+    menu->clear();
+    for (int i = 0; i < files.size(); ++i) {
+      const QString path = files[i];
+      QAction* a =
+          menu->addAction(QString("&%1  %2").arg((i + 1) % 10).arg(QFileInfo(path).fileName()));
+      a->setToolTip(path);
+      connect(a, &QAction::triggered, this,
+              [this, side, path] { match_view_->OpenImage(side, path); });
+    }
+    if (files.isEmpty()) menu->addAction(tr("(none)"))->setEnabled(false);
+    menu->addSeparator();
+    menu->addAction(tr("Clear List"), this, [this] {
+      QSettings().remove("recent/files");
+      RebuildRecentMenus();
+    });
+  }
+}
+
+void MainWindow::ShowAbout() {
+  std::string gpu;
+  const bool has_gpu = matcher::GpuAvailable(&gpu);
+  QMessageBox::about(
+      this, tr("About featmatch"),
+      tr("<h3>featmatch</h3><p>Feature matching: SIFT / RootSIFT features, exact k-nearest "
+         "neighbours on the GPU or the CPU, ratio and mutual filters, USAC verification.</p>"
+         "<p>%1</p>")
+          .arg(has_gpu ? tr("GPU: %1").arg(QString::fromStdString(gpu))
+                       : tr("No GPU available: the CPU backend is used.")));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  QSettings settings;
+  settings.setValue("window/geometry", saveGeometry());
+  settings.setValue("window/tab", tabs_->currentIndex());
+  match_view_->SaveSettings(settings);
+  event->accept();
+}
+
+void MainWindow::StartScreenshots(const QString& dir, const QString& image_a,
+                                  const QString& image_b) {
+  if (!QDir().mkpath(dir)) {
+    emit screenshotsDone(false, tr("cannot create %1").arg(dir));
+    return;
+  }
+  auto* timeout = new QTimer(this);
+  timeout->setSingleShot(true);
+  auto finished = std::make_shared<QMetaObject::Connection>();
+  auto failed = std::make_shared<QMetaObject::Connection>();
+  auto cleanup = [=] {
+    disconnect(*finished);
+    disconnect(*failed);
+    timeout->stop();
+    timeout->deleteLater();
+  };
+  *finished = connect(match_view_, &MatchView::matchFinished, this, [=, this] {
+    cleanup();
+    // Highlight the first inlier so the picture shows what hovering looks like.
+    if (auto o = match_view_->outcome()) {
+      const auto& inl = o->result.verification.inliers;
+      for (std::size_t i = 0; i < inl.size(); ++i)
+        if (inl[i]) {
+          match_view_->canvas()->SelectMatch(static_cast<int>(i));
+          break;
+        }
+    }
+    QTimer::singleShot(200, this, [this, dir] { GrabViews(dir); });
+  });
+  *failed = connect(match_view_, &MatchView::errorShown, this,
+                    [=, this](const QString& title, const QString& text) {
+                      cleanup();
+                      emit screenshotsDone(false, title + ": " + text);
+                    });
+  connect(timeout, &QTimer::timeout, this, [=, this] {
+    cleanup();
+    emit screenshotsDone(false, tr("matching did not finish within 120 s"));
+  });
+  timeout->start(120000);
+  tabs_->setCurrentWidget(match_view_);
+  match_view_->OpenImage(0, image_a);
+  match_view_->OpenImage(1, image_b);
+}
+
+void MainWindow::GrabViews(const QString& dir) {
+  QStringList written;
+  for (int i = 0; i < tabs_->count(); ++i) {
+    tabs_->setCurrentIndex(i);
+    QApplication::processEvents();
+    const QString name = tabs_->tabText(i).remove('&').toLower().replace(' ', '_');
+    const QString path = QDir(dir).filePath(name + ".png");
+    if (!grab().save(path)) {
+      emit screenshotsDone(false, tr("cannot write %1").arg(path));
+      return;
+    }
+    written << path;
+  }
+  tabs_->setCurrentIndex(0);
+  emit screenshotsDone(true, written.join('\n'));
 }
 
 }  // namespace fm::ui

@@ -1,0 +1,354 @@
+// Widget tests of the match view under the offscreen platform: the counts shown are the
+// library's, parameter changes reuse features, bad files give a dialog, requests queue.
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QCheckBox>
+#include <QDoubleSpinBox>
+#include <QFile>
+#include <QLabel>
+#include <QMimeData>
+#include <QMouseEvent>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QUrl>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include "../matcher/test_images.h"
+#include "fm/matcher/backend.h"
+#include "fm/matcher/image.h"
+#include "fm/matcher/pipeline.h"
+#include "fm/matcher/sift.h"
+#include "fm/ui/main_window.h"
+#include "fm/ui/match_canvas.h"
+#include "fm/ui/match_view.h"
+#include "fm/ui/options_panel.h"
+#include "ui_test_util.h"
+
+namespace fm {
+namespace {
+
+using test::App;
+using test::WaitFor;
+
+struct Counts {
+  int64_t features_a = 0, features_b = 0, matches = 0, inliers = 0;
+};
+
+// What the library computes for the same images and options (CPU backend).
+Counts LibraryCounts(const std::string& a, const std::string& b, const matcher::SiftOptions& sift,
+                     const matcher::MatchOptions& match) {
+  const core::Features fa = matcher::ExtractFeatures(matcher::LoadGrayImage(a), sift);
+  const core::Features fb = matcher::ExtractFeatures(matcher::LoadGrayImage(b), sift);
+  matcher::BackendOptions bo;
+  bo.kind = matcher::BackendKind::kCpu;
+  auto backend = matcher::CreateKnnBackend(bo);
+  const matcher::MatchResult r = matcher::MatchFeatures(fa, fb, match, *backend);
+  return {r.features_a, r.features_b, static_cast<int64_t>(r.matches.size()), r.num_inliers()};
+}
+
+class MatchViewTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!test::HaveSamples())
+      GTEST_SKIP() << "OpenCV sample images not found in " << test::SampleDir();
+    App();
+    window_ = std::make_unique<ui::MainWindow>();
+    window_->resize(1280, 800);
+    window_->show();
+    view_ = window_->matchView();
+    view_->options()->ResetToDefaults();
+    matcher::BackendOptions bo;
+    bo.kind = matcher::BackendKind::kCpu;
+    view_->options()->SetBackend(bo);
+    QObject::connect(view_, &ui::MatchView::matchFinished, [this] { ++finished_; });
+    QObject::connect(
+        view_, &ui::MatchView::errorShown,
+        [this](const QString& title, const QString& text) { errors_ << title + ": " + text; });
+  }
+  void TearDown() override {
+    test::CloseErrorDialogs();
+    window_.reset();
+  }
+
+  void SetAutoRun(bool on) { view_->findChild<QCheckBox*>("auto_run")->setChecked(on); }
+
+  void OpenSamples() {
+    view_->OpenImage(0, QString::fromStdString(a_));
+    view_->OpenImage(1, QString::fromStdString(b_));
+    ASSERT_TRUE(WaitFor([&] { return view_->imageReady(0) && view_->imageReady(1); }));
+  }
+
+  // Waits for `n` finished matches and for the controller to go idle.
+  bool WaitFinished(int n) {
+    return WaitFor([&] { return finished_ >= n && !view_->busy(); });
+  }
+
+  Counts Shown() const {
+    auto number = [&](const char* name) {
+      auto* label = view_->findChild<QLabel*>(name);
+      EXPECT_NE(label, nullptr) << name;
+      bool ok = false;
+      const int64_t v = label ? label->text().toLongLong(&ok) : -1;
+      EXPECT_TRUE(ok) << name << " shows '" << (label ? label->text().toStdString() : "") << "'";
+      return v;
+    };
+    return {number("fm_features_a"), number("fm_features_b"), number("fm_matches"),
+            number("fm_inliers")};
+  }
+
+  const std::string a_ = test::Sample("box.png");
+  const std::string b_ = test::Sample("box_in_scene.png");
+  std::unique_ptr<ui::MainWindow> window_;
+  ui::MatchView* view_ = nullptr;
+  int finished_ = 0;
+  QStringList errors_;
+};
+
+void ExpectSame(const Counts& shown, const Counts& lib) {
+  EXPECT_EQ(shown.features_a, lib.features_a);
+  EXPECT_EQ(shown.features_b, lib.features_b);
+  EXPECT_EQ(shown.matches, lib.matches);
+  EXPECT_EQ(shown.inliers, lib.inliers);
+}
+
+TEST_F(MatchViewTest, CountsShownAreTheLibrarys) {
+  SetAutoRun(false);
+  OpenSamples();
+  EXPECT_TRUE(view_->runAction()->isEnabled());
+  view_->Run();
+  ASSERT_TRUE(WaitFinished(1)) << errors_.join("\n").toStdString();
+  EXPECT_TRUE(errors_.isEmpty()) << errors_.join("\n").toStdString();
+  const Counts lib = LibraryCounts(a_, b_, {}, {});
+  ASSERT_GT(lib.matches, 20);  // a real match, not an empty result
+  ASSERT_GT(lib.inliers, 10);
+  ExpectSame(Shown(), lib);
+  const QString times = view_->findChild<QLabel*>("fm_times")->text();
+  EXPECT_TRUE(times.contains("knn")) << times.toStdString();
+  EXPECT_TRUE(times.contains("verify")) << times.toStdString();
+  EXPECT_TRUE(view_->saveDrawingAction()->isEnabled());
+}
+
+TEST_F(MatchViewTest, ParameterChangeReusesFeaturesAndUpdatesCounts) {
+  SetAutoRun(true);
+  OpenSamples();  // both images ready: the first match starts by itself
+  ASSERT_TRUE(WaitFinished(1)) << errors_.join("\n").toStdString();
+  ASSERT_FALSE(view_->outcome()->features_cached_a && view_->outcome()->features_cached_b);
+
+  view_->options()->ratioBox()->setValue(0.6);  // re-runs after a short delay
+  ASSERT_TRUE(WaitFinished(2)) << errors_.join("\n").toStdString();
+  auto outcome = view_->outcome();
+  ASSERT_NE(outcome, nullptr);
+  EXPECT_FLOAT_EQ(outcome->request.match.filter.ratio, 0.6f);
+  EXPECT_TRUE(outcome->features_cached_a);
+  EXPECT_TRUE(outcome->features_cached_b);
+  EXPECT_TRUE(view_->findChild<QLabel*>("fm_times")->text().contains("extract A cached"));
+  matcher::MatchOptions m;
+  m.filter.ratio = 0.6f;
+  const Counts lib = LibraryCounts(a_, b_, {}, m);
+  ExpectSame(Shown(), lib);
+
+  // A SIFT setting is part of the cache key: features are extracted again.
+  matcher::SiftOptions s;
+  s.contrast_threshold = 0.06;
+  view_->options()->SetSift(s);
+  ASSERT_TRUE(WaitFinished(3)) << errors_.join("\n").toStdString();
+  EXPECT_FALSE(view_->outcome()->features_cached_a);
+  ExpectSame(Shown(), LibraryCounts(a_, b_, s, m));
+}
+
+TEST_F(MatchViewTest, SecondRequestWinsOverTheFirst) {
+  SetAutoRun(false);
+  OpenSamples();
+  view_->Run();
+  view_->options()->ratioBox()->setValue(0.65);
+  view_->Run();  // while the first runs: queued, the first's result is dropped
+  ASSERT_TRUE(WaitFinished(1)) << errors_.join("\n").toStdString();
+  ASSERT_NE(view_->outcome(), nullptr);
+  EXPECT_FLOAT_EQ(view_->outcome()->request.match.filter.ratio, 0.65f);
+  matcher::MatchOptions m;
+  m.filter.ratio = 0.65f;
+  ExpectSame(Shown(), LibraryCounts(a_, b_, {}, m));
+}
+
+TEST_F(MatchViewTest, BadFileGivesAnErrorDialogNotACrash) {
+  QTemporaryDir dir;
+  const QString broken = dir.filePath("broken.png");
+  {
+    QFile f(broken);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write("this is not a PNG file at all");
+  }
+  view_->OpenImage(0, broken);
+  ASSERT_TRUE(WaitFor([] { return !test::ErrorDialogs().isEmpty(); }, 20000));
+  const QString text = test::ErrorDialogs().last()->text();
+  EXPECT_TRUE(text.contains("broken.png")) << text.toStdString();
+  EXPECT_FALSE(view_->imageReady(0));
+  EXPECT_FALSE(view_->runAction()->isEnabled());
+  test::CloseErrorDialogs();
+
+  view_->OpenImage(1, dir.filePath("does_not_exist.jpg"));
+  ASSERT_TRUE(WaitFor([] { return !test::ErrorDialogs().isEmpty(); }, 20000));
+  EXPECT_TRUE(test::ErrorDialogs().last()->text().contains("does_not_exist.jpg"));
+  test::CloseErrorDialogs();
+
+  // The view still works afterwards.
+  SetAutoRun(false);
+  OpenSamples();
+  view_->Run();
+  ASSERT_TRUE(WaitFinished(1));
+  ExpectSame(Shown(), LibraryCounts(a_, b_, {}, {}));
+}
+
+TEST_F(MatchViewTest, InvalidOptionsAreRejectedByCheck) {
+  SetAutoRun(false);
+  OpenSamples();
+  view_->findChild<QSpinBox*>("k")->setValue(1);  // ratio test needs k >= 2
+  EXPECT_FALSE(view_->runAction()->isEnabled());
+  auto* problem = view_->findChild<QLabel*>("options_problem");
+  ASSERT_NE(problem, nullptr);
+  EXPECT_FALSE(problem->isHidden());
+  matcher::MatchOptions m;
+  m.k = 1;
+  std::string why;
+  ASSERT_FALSE(m.Check(&why));
+  EXPECT_TRUE(problem->text().contains(QString::fromStdString(why)))
+      << problem->text().toStdString();
+
+  view_->Run();  // asked anyway: a dialog, no match
+  ASSERT_FALSE(test::ErrorDialogs().isEmpty());
+  EXPECT_EQ(finished_, 0);
+  test::CloseErrorDialogs();
+
+  view_->options()->ratioBox()->setValue(1.0);  // k = 1 without the ratio test is valid
+  EXPECT_TRUE(view_->runAction()->isEnabled());
+  EXPECT_TRUE(problem->isHidden());
+}
+
+TEST_F(MatchViewTest, HoverShowsDistanceAndRatio) {
+  SetAutoRun(false);
+  OpenSamples();
+  view_->Run();
+  ASSERT_TRUE(WaitFinished(1));
+  auto outcome = view_->outcome();
+  ui::MatchCanvas* canvas = view_->canvas();
+  // Midpoint of the line of the first inlier.
+  const auto& inliers = outcome->result.verification.inliers;
+  int first = -1;
+  for (std::size_t i = 0; i < inliers.size(); ++i)
+    if (inliers[i]) {
+      first = static_cast<int>(i);
+      break;
+    }
+  ASSERT_GE(first, 0);
+  const auto& m = outcome->result.matches[static_cast<std::size_t>(first)];
+  const auto& ka = outcome->features_a->keypoints[static_cast<std::size_t>(m.query)];
+  const auto& kb = outcome->features_b->keypoints[static_cast<std::size_t>(m.train)];
+  const QPointF pa = canvas->ScenePoint(0, ka.x, ka.y);
+  const QPointF pb = canvas->ScenePoint(1, kb.x, kb.y);
+  // Near the A end, where lines are not yet bunched together.
+  const QPointF p = pa + 0.02 * (pb - pa);
+  const QPoint vp = canvas->mapFromScene(p);
+  QMouseEvent move(QEvent::MouseMove, QPointF(vp), canvas->viewport()->mapToGlobal(QPointF(vp)),
+                   Qt::NoButton, Qt::NoButton, Qt::NoModifier);
+  QCoreApplication::sendEvent(canvas->viewport(), &move);
+  const int hovered = canvas->hovered();
+  ASSERT_GE(hovered, 0);
+  EXPECT_EQ(hovered, canvas->MatchAt(p));
+  const auto& h = outcome->result.matches[static_cast<std::size_t>(hovered)];
+  const QString info = view_->findChild<QLabel*>("fm_match_info")->text();
+  EXPECT_TRUE(info.contains(QString("distance %1").arg(h.distance, 0, 'f', 2)))
+      << info.toStdString();
+  EXPECT_TRUE(info.contains(QString("ratio %1").arg(h.ratio, 0, 'f', 3))) << info.toStdString();
+
+  // A click keeps it selected.
+  QMouseEvent press(QEvent::MouseButtonPress, QPointF(vp),
+                    canvas->viewport()->mapToGlobal(QPointF(vp)), Qt::LeftButton, Qt::LeftButton,
+                    Qt::NoModifier);
+  QMouseEvent release(QEvent::MouseButtonRelease, QPointF(vp),
+                      canvas->viewport()->mapToGlobal(QPointF(vp)), Qt::LeftButton, Qt::NoButton,
+                      Qt::NoModifier);
+  QCoreApplication::sendEvent(canvas->viewport(), &press);
+  QCoreApplication::sendEvent(canvas->viewport(), &release);
+  EXPECT_EQ(canvas->selected(), hovered);
+
+  // Far away from every line: nothing.
+  EXPECT_EQ(canvas->MatchAt(QPointF(-500, -500)), -1);
+}
+
+TEST_F(MatchViewTest, ZoomAndFit) {
+  OpenSamples();
+  ui::MatchCanvas* canvas = view_->canvas();
+  EXPECT_TRUE(canvas->fitting());
+  const double fit = canvas->zoom();
+  view_->zoomInAction()->trigger();
+  EXPECT_NEAR(canvas->zoom(), fit * 1.25, 1e-9);
+  EXPECT_FALSE(canvas->fitting());
+  view_->zoomActualAction()->trigger();
+  EXPECT_NEAR(canvas->zoom(), 1.0, 1e-9);
+  view_->zoomFitAction()->trigger();
+  EXPECT_NEAR(canvas->zoom(), fit, 1e-9);
+  EXPECT_TRUE(canvas->fitting());
+}
+
+TEST_F(MatchViewTest, SavesDrawingAndReport) {
+  SetAutoRun(false);
+  OpenSamples();
+  view_->Run();
+  ASSERT_TRUE(WaitFinished(1));
+  QTemporaryDir dir;
+  QString why;
+  const QString png = dir.filePath("drawing.png");
+  ASSERT_TRUE(view_->SaveDrawing(png, &why)) << why.toStdString();
+  const cv::Mat drawn = cv::imread(png.toStdString());
+  const cv::Mat a = cv::imread(a_), b = cv::imread(b_);
+  ASSERT_FALSE(drawn.empty());
+  EXPECT_EQ(drawn.cols, a.cols + b.cols);
+
+  const QString json = dir.filePath("report.json");
+  ASSERT_TRUE(view_->SaveReport(json, &why)) << why.toStdString();
+  std::ifstream in(json.toStdString());
+  const nlohmann::json report = nlohmann::json::parse(in);
+  EXPECT_EQ(report["inputs"]["a"], a_);
+  const nlohmann::json expected = matcher::MatchResultToJson(
+      view_->outcome()->result, *view_->outcome()->features_a, *view_->outcome()->features_b);
+  EXPECT_EQ(report["matches"], expected["matches"]);
+
+  EXPECT_FALSE(view_->SaveReport(dir.filePath("no/such/folder/r.json"), &why));
+  EXPECT_FALSE(why.isEmpty());
+}
+
+TEST_F(MatchViewTest, DroppingTwoFilesOpensBoth) {
+  auto* canvas = view_->canvas();
+  QMimeData mime;
+  mime.setUrls({QUrl::fromLocalFile(QString::fromStdString(a_)),
+                QUrl::fromLocalFile(QString::fromStdString(b_))});
+  const QPoint at = canvas->viewport()->rect().center();
+  QDragEnterEvent enter(at, Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QCoreApplication::sendEvent(canvas->viewport(), &enter);
+  EXPECT_TRUE(enter.isAccepted());
+  QDropEvent drop(QPointF(at), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QCoreApplication::sendEvent(canvas->viewport(), &drop);
+  ASSERT_TRUE(WaitFor([&] { return view_->imageReady(0) && view_->imageReady(1); }));
+  EXPECT_EQ(view_->imagePath(0).toStdString(), a_);
+  EXPECT_EQ(view_->imagePath(1).toStdString(), b_);
+}
+
+TEST_F(MatchViewTest, SettingsAndRecentFilesPersist) {
+  SetAutoRun(false);
+  OpenSamples();
+  view_->options()->ratioBox()->setValue(0.72);
+  window_->close();  // saves settings
+  window_ = std::make_unique<ui::MainWindow>();
+  view_ = window_->matchView();
+  EXPECT_NEAR(view_->options()->ratioBox()->value(), 0.72, 1e-9);
+  const QStringList recent = ui::MainWindow::RecentFiles();
+  ASSERT_GE(recent.size(), 2);
+  EXPECT_TRUE(recent.contains(QString::fromStdString(a_)));
+  EXPECT_TRUE(recent.contains(QString::fromStdString(b_)));
+}
+
+}  // namespace
+}  // namespace fm

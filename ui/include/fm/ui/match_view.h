@@ -1,0 +1,118 @@
+// The match view: two image panes with keypoints and matches, the parameter panel and a status
+// area with counts, per-stage times and the match under the mouse.
+#pragma once
+
+#include <QString>
+#include <QWidget>
+#include <memory>
+
+#include "fm/ui/match_controller.h"
+
+class QAction;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QSettings;
+class QTimer;
+class QToolBar;
+
+namespace fm::ui {
+
+class MatchCanvas;
+class OptionsPanel;
+
+class MatchView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit MatchView(QWidget* parent = nullptr);
+
+  // Opens an image into pane `side` (0 = A, 1 = B); loads off the GUI thread.
+  void OpenImage(int side, const QString& path);
+  QString imagePath(int side) const { return paths_[side]; }
+  bool imageReady(int side) const { return ready_[side]; }
+  // Matches the two open images with the panel's options (queued if a match runs).
+  void Run();
+  // Writes the drawing (DrawMatchResult, PNG/JPEG by extension) or the JSON report of the last
+  // result. On failure returns false with `why`.
+  bool SaveDrawing(const QString& path, QString* why) const;
+  bool SaveReport(const QString& path, QString* why) const;
+
+  MatchController* controller() const { return controller_; }
+  OptionsPanel* options() const { return options_; }
+  MatchCanvas* canvas() const { return canvas_; }
+  std::shared_ptr<const MatchOutcome> outcome() const { return outcome_; }
+  bool busy() const;
+
+  // Actions for the window's menus (they carry the shortcuts).
+  QAction* openA() const { return open_a_; }
+  QAction* openB() const { return open_b_; }
+  QAction* runAction() const { return run_; }
+  QAction* cancelAction() const { return cancel_; }
+  QAction* saveDrawingAction() const { return save_drawing_; }
+  QAction* saveReportAction() const { return save_report_; }
+  QAction* zoomInAction() const { return zoom_in_; }
+  QAction* zoomOutAction() const { return zoom_out_; }
+  QAction* zoomFitAction() const { return zoom_fit_; }
+  QAction* zoomActualAction() const { return zoom_actual_; }
+  QAction* keypointsAction() const { return show_keypoints_; }
+  QAction* outliersAction() const { return show_outliers_; }
+
+  void SaveSettings(QSettings& settings) const;
+  void LoadSettings(QSettings& settings);
+
+ signals:
+  void imageOpened(int side, const QString& path);
+  void matchFinished();
+  void errorShown(const QString& title, const QString& text);
+
+ public slots:
+  void ChooseImage(int side);
+  void ChooseDrawingFile();
+  void ChooseReportFile();
+
+ private:
+  void Error(const QString& title, const QString& text);
+  void ShowOutcome(std::shared_ptr<const MatchOutcome> outcome);
+  void ShowMatchInfo(int index);
+  void UpdateActions();
+  void ClearResult();
+  void SetBusy(bool busy, const QString& stage = {});
+  QString LastFolder(const QString& key) const;
+  void RememberFolder(const QString& key, const QString& file) const;
+
+  MatchController* controller_;
+  MatchCanvas* canvas_;
+  OptionsPanel* options_;
+  QToolBar* toolbar_;
+  QTimer* rerun_timer_;
+  QString paths_[2];
+  bool ready_[2] = {false, false};
+  std::shared_ptr<const MatchOutcome> outcome_;
+
+  QLabel* features_[2];
+  QLabel* matches_;
+  QLabel* inliers_;
+  QLabel* model_;
+  QLabel* times_;
+  QLabel* backend_;
+  QLabel* info_;
+  QLabel* stage_;
+  QProgressBar* progress_;
+  QPushButton* cancel_button_;
+
+  QAction* open_a_;
+  QAction* open_b_;
+  QAction* run_;
+  QAction* cancel_;
+  QAction* save_drawing_;
+  QAction* save_report_;
+  QAction* zoom_in_;
+  QAction* zoom_out_;
+  QAction* zoom_fit_;
+  QAction* zoom_actual_;
+  QAction* show_keypoints_;
+  QAction* show_outliers_;
+};
+
+}  // namespace fm::ui

@@ -1,0 +1,209 @@
+#include "fm/ui/match_controller.h"
+
+#include <QFileInfo>
+#include <QtConcurrent/QtConcurrentRun>
+#include <mutex>
+#include <new>
+#include <opencv2/core.hpp>
+
+#include "fm/core/timer.h"
+#include "fm/matcher/image.h"
+
+namespace fm::ui {
+
+// The kNN backend, kept between runs while its options stay the same (a GPU backend is costly to
+// create). Used by one match worker at a time.
+struct MatchController::BackendSlot {
+  std::mutex mutex;
+  std::string key;
+  std::unique_ptr<core::KnnBackend> backend;
+  std::string note;
+};
+
+namespace {
+
+std::string BackendKey(const matcher::BackendOptions& o) {
+  return std::string(matcher::BackendKindName(o.kind)) + '|' + std::to_string(o.device) + '|' +
+         o.select_algo + '|' + o.precision + '|' + std::to_string(o.memory_fraction);
+}
+
+QString Q(const std::string& s) { return QString::fromStdString(s); }
+
+// Runs `fn`, turning every exception into a title and a message.
+template <typename Fn>
+bool Guard(Fn&& fn, QString* title, QString* message) {
+  try {
+    fn();
+    return true;
+  } catch (const matcher::ImageError& e) {
+    *title = QObject::tr("Cannot use image");
+    *message = Q(e.what());
+  } catch (const cv::Exception& e) {
+    *title = QObject::tr("OpenCV error");
+    *message = Q(e.what());
+  } catch (const std::bad_alloc&) {
+    *title = QObject::tr("Out of memory");
+    *message = QObject::tr(
+        "There was not enough memory for this work. Try a smaller "
+        "\"max image size\" or fewer features.");
+  } catch (const std::invalid_argument& e) {
+    *title = QObject::tr("Invalid input");
+    *message = Q(e.what());
+  } catch (const std::exception& e) {
+    *title = QObject::tr("Matching failed");
+    *message = Q(e.what());
+  } catch (...) {
+    *title = QObject::tr("Matching failed");
+    *message = QObject::tr("An unknown error occurred.");
+  }
+  return false;
+}
+
+QImage ToQImage(const cv::Mat& bgr) {
+  QImage view(bgr.data, bgr.cols, bgr.rows, static_cast<qsizetype>(bgr.step),
+              QImage::Format_BGR888);
+  return view.convertToFormat(QImage::Format_RGB32);  // deep copy
+}
+
+}  // namespace
+
+MatchController::MatchController(QObject* parent)
+    : QObject(parent),
+      cache_(std::make_shared<FeatureCache>()),
+      backend_(std::make_shared<BackendSlot>()) {
+  qRegisterMetaType<std::shared_ptr<const MatchOutcome>>();
+  connect(&match_watcher_, &QFutureWatcher<Work>::finished, this, &MatchController::OnMatchDone);
+  for (int side = 0; side < 2; ++side) {
+    connect(&image_watchers_[side], &QFutureWatcher<ImageWork>::finished, this, [this, side] {
+      const ImageWork w = image_watchers_[side].result();
+      if (w.side != side) return;
+      if (w.error.isEmpty()) {
+        emit imageLoaded(side, w.path, w.image);
+      } else {
+        emit imageFailed(side, w.path, w.error);
+      }
+    });
+  }
+}
+
+MatchController::~MatchController() {
+  match_watcher_.waitForFinished();
+  for (auto& w : image_watchers_) w.waitForFinished();
+}
+
+bool MatchController::busy() const { return match_watcher_.isRunning(); }
+
+void MatchController::LoadImage(int side, const QString& path) {
+  if (side < 0 || side > 1) return;
+  // A newer load for the same pane replaces the older; QFutureWatcher reports the newest only.
+  auto& watcher = image_watchers_[side];
+  watcher.setFuture(QtConcurrent::run([cache = cache_, side, path]() -> ImageWork {
+    ImageWork w;
+    w.side = side;
+    w.path = path;
+    QString title;
+    Guard([&] { w.image = ToQImage(*cache->Color(path).mat); }, &title, &w.error);
+    return w;
+  }));
+}
+
+void MatchController::Run(const MatchRequest& request) {
+  if (busy()) {
+    pending_ = request;
+    drop_current_ = true;
+    emit queued();
+    return;
+  }
+  Start(request);
+}
+
+void MatchController::Cancel() {
+  const bool had_work = busy() || pending_.has_value();
+  pending_.reset();
+  if (busy()) drop_current_ = true;
+  if (had_work && !busy()) emit cancelled();
+}
+
+void MatchController::Start(const MatchRequest& request) {
+  drop_current_ = false;
+  emit started();
+  match_watcher_.setFuture(QtConcurrent::run([this, request] { return Execute(request); }));
+}
+
+void MatchController::OnMatchDone() {
+  const Work work = match_watcher_.result();
+  const bool dropped = drop_current_;
+  drop_current_ = false;
+  if (pending_) {
+    const MatchRequest next = *pending_;
+    pending_.reset();
+    Start(next);
+    return;
+  }
+  if (dropped) {
+    emit cancelled();
+  } else if (work.outcome) {
+    emit finished(work.outcome);
+  } else {
+    emit failed(work.error_title, work.error);
+  }
+}
+
+MatchController::Work MatchController::Execute(const MatchRequest& request) {
+  Work work;
+  auto outcome = std::make_shared<MatchOutcome>();
+  outcome->request = request;
+  const bool ok = Guard(
+      [&] {
+        core::Stopwatch total;
+        std::string why;
+        if (request.path_a.isEmpty() || request.path_b.isEmpty())
+          throw std::invalid_argument("Open two images first (File > Open Image A / B).");
+        if (!request.sift.Check(&why)) throw std::invalid_argument("SIFT settings: " + why);
+        if (!request.match.Check(&why)) throw std::invalid_argument("Matching settings: " + why);
+        if (!request.backend.Check(&why)) throw std::invalid_argument("Backend settings: " + why);
+
+        const QString name_a = QFileInfo(request.path_a).fileName();
+        const QString name_b = QFileInfo(request.path_b).fileName();
+        emit progress(tr("Loading %1").arg(name_a));
+        const auto color_a = cache_->Color(request.path_a);
+        emit progress(tr("Extracting features of %1").arg(name_a));
+        const auto fa = cache_->Features(request.path_a, request.sift);
+        emit progress(tr("Loading %1").arg(name_b));
+        const auto color_b = cache_->Color(request.path_b);
+        emit progress(tr("Extracting features of %1").arg(name_b));
+        const auto fb = cache_->Features(request.path_b, request.sift);
+
+        emit progress(tr("Matching %1 features against %2")
+                          .arg(fa.features->size())
+                          .arg(fb.features->size()));
+        {
+          std::lock_guard lock(backend_->mutex);
+          const std::string key = BackendKey(request.backend);
+          if (!backend_->backend || backend_->key != key) {
+            backend_->backend.reset();
+            backend_->backend = matcher::CreateKnnBackend(request.backend, &backend_->note);
+            backend_->key = key;
+          }
+          outcome->result =
+              matcher::MatchFeatures(*fa.features, *fb.features, request.match, *backend_->backend);
+          outcome->backend_note = backend_->note;
+        }
+        outcome->color_a = color_a.mat;
+        outcome->color_b = color_b.mat;
+        outcome->load_ms_a = color_a.load_ms;
+        outcome->load_ms_b = color_b.load_ms;
+        outcome->features_a = fa.features;
+        outcome->features_b = fb.features;
+        outcome->extract_ms_a = fa.extract_ms;
+        outcome->extract_ms_b = fb.extract_ms;
+        outcome->features_cached_a = fa.cached;
+        outcome->features_cached_b = fb.cached;
+        outcome->total_ms = total.ElapsedMs();
+      },
+      &work.error_title, &work.error);
+  if (ok) work.outcome = outcome;
+  return work;
+}
+
+}  // namespace fm::ui

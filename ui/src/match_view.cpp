@@ -1,0 +1,541 @@
+#include "fm/ui/match_view.h"
+
+#include <QAction>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFrame>
+#include <QGridLayout>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSaveFile>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSplitter>
+#include <QStyle>
+#include <QTimer>
+#include <QToolBar>
+#include <QVBoxLayout>
+#include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include "fm/matcher/draw.h"
+#include "fm/ui/error_dialog.h"
+#include "fm/ui/match_canvas.h"
+#include "fm/ui/options_panel.h"
+
+namespace fm::ui {
+
+namespace {
+
+QLabel* Value(const QString& name) {
+  auto* l = new QLabel(QStringLiteral("–"));
+  l->setObjectName(name);
+  l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  QFont f = l->font();
+  f.setBold(true);
+  l->setFont(f);
+  return l;
+}
+
+QLabel* Caption(const QString& text) {
+  auto* l = new QLabel(text);
+  l->setStyleSheet("color: #707070;");
+  return l;
+}
+
+QString Ms(double ms) { return QString::number(ms, 'f', ms < 10 ? 2 : 1); }
+
+}  // namespace
+
+MatchView::MatchView(QWidget* parent)
+    : QWidget(parent),
+      controller_(new MatchController(this)),
+      canvas_(new MatchCanvas),
+      options_(new OptionsPanel),
+      toolbar_(new QToolBar),
+      rerun_timer_(new QTimer(this)) {
+  setObjectName("fm_match_view");
+  QStyle* st = style();
+
+  // ---- actions --------------------------------------------------------------------------------
+  open_a_ =
+      new QAction(st->standardIcon(QStyle::SP_DialogOpenButton), tr("Open Image &A..."), this);
+  open_a_->setShortcut(QKeySequence::Open);
+  open_a_->setToolTip(tr("Open the first image (Ctrl+O)"));
+  connect(open_a_, &QAction::triggered, this, [this] { ChooseImage(0); });
+  open_b_ = new QAction(st->standardIcon(QStyle::SP_DirOpenIcon), tr("Open Image &B..."), this);
+  open_b_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+  open_b_->setToolTip(tr("Open the second image (Ctrl+Shift+O)"));
+  connect(open_b_, &QAction::triggered, this, [this] { ChooseImage(1); });
+  run_ = new QAction(st->standardIcon(QStyle::SP_MediaPlay), tr("&Run Match"), this);
+  run_->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_R), QKeySequence(Qt::Key_F5)});
+  run_->setToolTip(tr("Match the two images (Ctrl+R, F5)"));
+  connect(run_, &QAction::triggered, this, &MatchView::Run);
+  cancel_ = new QAction(st->standardIcon(QStyle::SP_MediaStop), tr("&Cancel"), this);
+  cancel_->setShortcut(QKeySequence(Qt::Key_Escape));
+  connect(cancel_, &QAction::triggered, controller_, &MatchController::Cancel);
+  save_drawing_ =
+      new QAction(st->standardIcon(QStyle::SP_DialogSaveButton), tr("Save &Drawing..."), this);
+  save_drawing_->setShortcut(QKeySequence::Save);
+  connect(save_drawing_, &QAction::triggered, this, &MatchView::ChooseDrawingFile);
+  save_report_ = new QAction(st->standardIcon(QStyle::SP_FileDialogDetailedView),
+                             tr("Save &Report (JSON)..."), this);
+  save_report_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+  connect(save_report_, &QAction::triggered, this, &MatchView::ChooseReportFile);
+  zoom_in_ = new QAction(tr("Zoom &In"), this);
+  zoom_in_->setShortcuts({QKeySequence::ZoomIn, QKeySequence(Qt::CTRL | Qt::Key_Equal)});
+  connect(zoom_in_, &QAction::triggered, canvas_, &MatchCanvas::ZoomIn);
+  zoom_out_ = new QAction(tr("Zoom &Out"), this);
+  zoom_out_->setShortcut(QKeySequence::ZoomOut);
+  connect(zoom_out_, &QAction::triggered, canvas_, &MatchCanvas::ZoomOut);
+  zoom_fit_ = new QAction(tr("&Fit to Window"), this);
+  zoom_fit_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
+  connect(zoom_fit_, &QAction::triggered, canvas_, &MatchCanvas::Fit);
+  zoom_actual_ = new QAction(tr("Actual &Size"), this);
+  zoom_actual_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_1));
+  connect(zoom_actual_, &QAction::triggered, canvas_, &MatchCanvas::ZoomActual);
+  show_keypoints_ = new QAction(tr("Show &Keypoints"), this);
+  show_keypoints_->setCheckable(true);
+  show_keypoints_->setChecked(true);
+  show_keypoints_->setShortcut(QKeySequence(Qt::Key_K));
+  connect(show_keypoints_, &QAction::toggled, canvas_, &MatchCanvas::SetShowKeypoints);
+  show_outliers_ = new QAction(tr("Show &Outliers"), this);
+  show_outliers_->setCheckable(true);
+  show_outliers_->setChecked(true);
+  show_outliers_->setShortcut(QKeySequence(Qt::Key_L));
+  connect(show_outliers_, &QAction::toggled, canvas_, &MatchCanvas::SetShowOutliers);
+
+  toolbar_->setObjectName("fm_match_toolbar");
+  toolbar_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  toolbar_->addAction(open_a_);
+  toolbar_->addAction(open_b_);
+  toolbar_->addSeparator();
+  toolbar_->addAction(run_);
+  toolbar_->addSeparator();
+  toolbar_->addAction(zoom_fit_);
+  toolbar_->addAction(zoom_in_);
+  toolbar_->addAction(zoom_out_);
+  toolbar_->addSeparator();
+  toolbar_->addAction(show_keypoints_);
+  toolbar_->addAction(show_outliers_);
+  toolbar_->addSeparator();
+  toolbar_->addAction(save_drawing_);
+  toolbar_->addAction(save_report_);
+
+  // ---- status area ----------------------------------------------------------------------------
+  auto* status = new QFrame;
+  status->setObjectName("fm_match_status");
+  status->setFrameShape(QFrame::StyledPanel);
+  auto* grid = new QGridLayout(status);
+  grid->setContentsMargins(8, 6, 8, 6);
+  grid->setHorizontalSpacing(10);
+  features_[0] = Value("fm_features_a");
+  features_[1] = Value("fm_features_b");
+  matches_ = Value("fm_matches");
+  inliers_ = Value("fm_inliers");
+  model_ = new QLabel;
+  model_->setObjectName("fm_model");
+  times_ = new QLabel;
+  times_->setObjectName("fm_times");
+  times_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  backend_ = new QLabel;
+  backend_->setObjectName("fm_backend");
+  info_ = new QLabel(tr("Hover or click a match line to see its distance and ratio."));
+  info_->setObjectName("fm_match_info");
+  info_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  stage_ = new QLabel;
+  stage_->setObjectName("fm_stage");
+  progress_ = new QProgressBar;
+  progress_->setRange(0, 0);
+  progress_->setMaximumWidth(160);
+  progress_->setVisible(false);
+  cancel_button_ = new QPushButton(tr("Cancel"));
+  cancel_button_->setVisible(false);
+  connect(cancel_button_, &QPushButton::clicked, controller_, &MatchController::Cancel);
+
+  int c = 0;
+  grid->addWidget(Caption(tr("Features A")), 0, c++);
+  grid->addWidget(features_[0], 0, c++);
+  grid->addWidget(Caption(tr("Features B")), 0, c++);
+  grid->addWidget(features_[1], 0, c++);
+  grid->addWidget(Caption(tr("Matches")), 0, c++);
+  grid->addWidget(matches_, 0, c++);
+  grid->addWidget(Caption(tr("Inliers")), 0, c++);
+  grid->addWidget(inliers_, 0, c++);
+  grid->addWidget(model_, 0, c++);
+  grid->setColumnStretch(c, 1);
+  grid->addWidget(stage_, 0, c++, Qt::AlignRight);
+  grid->addWidget(progress_, 0, c++);
+  grid->addWidget(cancel_button_, 0, c++);
+  grid->addWidget(times_, 1, 0, 1, c);
+  grid->addWidget(backend_, 2, 0, 1, c);
+  grid->addWidget(info_, 3, 0, 1, c);
+
+  // ---- layout ---------------------------------------------------------------------------------
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(options_);
+  scroll->setWidgetResizable(true);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setMinimumWidth(options_->sizeHint().width() + 24);
+  auto* run_button = new QPushButton(st->standardIcon(QStyle::SP_MediaPlay), tr("Run match"));
+  run_button->setObjectName("fm_run_button");
+  connect(run_button, &QPushButton::clicked, run_, &QAction::trigger);
+  connect(run_, &QAction::changed, run_button,
+          [this, run_button] { run_button->setEnabled(run_->isEnabled()); });
+  auto* side = new QWidget;
+  auto* side_layout = new QVBoxLayout(side);
+  side_layout->setContentsMargins(0, 0, 0, 0);
+  side_layout->addWidget(scroll, 1);
+  side_layout->addWidget(run_button);
+
+  auto* splitter = new QSplitter(Qt::Horizontal);
+  splitter->setObjectName("fm_match_splitter");
+  splitter->addWidget(canvas_);
+  splitter->addWidget(side);
+  splitter->setStretchFactor(0, 1);
+  splitter->setStretchFactor(1, 0);
+  splitter->setCollapsible(0, false);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(2);
+  layout->addWidget(toolbar_);
+  layout->addWidget(splitter, 1);
+  layout->addWidget(status);
+
+  // ---- wiring ---------------------------------------------------------------------------------
+  rerun_timer_->setSingleShot(true);
+  rerun_timer_->setInterval(350);
+  connect(rerun_timer_, &QTimer::timeout, this, [this] {
+    if (ready_[0] && ready_[1] && options_->Valid()) Run();
+  });
+  connect(options_, &OptionsPanel::changed, this, [this] {
+    UpdateActions();
+    if (options_->autoRun() && ready_[0] && ready_[1]) rerun_timer_->start();
+  });
+  connect(canvas_, &MatchCanvas::filesDropped, this, [this](int side, const QStringList& paths) {
+    if (paths.size() >= 2) {
+      OpenImage(0, paths[0]);
+      OpenImage(1, paths[1]);
+    } else if (!paths.isEmpty()) {
+      OpenImage(side, paths[0]);
+    }
+  });
+  connect(canvas_, &MatchCanvas::matchHovered, this,
+          [this](int i) { ShowMatchInfo(i >= 0 ? i : canvas_->selected()); });
+  connect(canvas_, &MatchCanvas::matchSelected, this, &MatchView::ShowMatchInfo);
+
+  connect(controller_, &MatchController::imageLoaded, this,
+          [this](int side, const QString& path, const QImage& image) {
+            if (path != paths_[side]) return;  // a newer file was chosen meanwhile
+            ready_[side] = true;
+            canvas_->SetImage(side, image);
+            canvas_->SetTitle(side, QString("%1: %2  (%3 × %4)")
+                                        .arg(side == 0 ? "A" : "B", QFileInfo(path).fileName())
+                                        .arg(image.width())
+                                        .arg(image.height()));
+            features_[side]->setText(QStringLiteral("–"));
+            UpdateActions();
+            emit imageOpened(side, path);
+            if (options_->autoRun() && ready_[0] && ready_[1] && options_->Valid()) Run();
+          });
+  connect(controller_, &MatchController::imageFailed, this,
+          [this](int side, const QString& path, const QString& message) {
+            if (path != paths_[side]) return;
+            paths_[side].clear();
+            ready_[side] = false;
+            canvas_->SetImage(side, QImage());
+            UpdateActions();
+            Error(tr("Cannot open image %1").arg(side == 0 ? "A" : "B"),
+                  tr("%1 could not be opened.\n\n%2").arg(QFileInfo(path).fileName(), message));
+          });
+  connect(controller_, &MatchController::started, this, [this] { SetBusy(true, tr("Starting")); });
+  connect(controller_, &MatchController::progress, this,
+          [this](const QString& stage) { SetBusy(true, stage); });
+  connect(controller_, &MatchController::queued, this,
+          [this] { SetBusy(true, tr("Restarting with the new settings")); });
+  connect(controller_, &MatchController::cancelled, this, [this] {
+    SetBusy(false);
+    stage_->setText(tr("Cancelled"));
+  });
+  connect(controller_, &MatchController::failed, this,
+          [this](const QString& title, const QString& message) {
+            SetBusy(false);
+            stage_->setText(tr("Failed"));
+            Error(title, message);
+          });
+  connect(controller_, &MatchController::finished, this, [this](auto outcome) {
+    SetBusy(false);
+    ShowOutcome(std::move(outcome));
+    emit matchFinished();
+  });
+  UpdateActions();
+}
+
+bool MatchView::busy() const { return controller_->busy(); }
+
+void MatchView::Error(const QString& title, const QString& text) {
+  ShowError(this, title, text);
+  emit errorShown(title, text);
+}
+
+void MatchView::OpenImage(int side, const QString& path) {
+  if (side < 0 || side > 1 || path.isEmpty()) return;
+  paths_[side] = path;
+  ready_[side] = false;
+  ClearResult();
+  UpdateActions();
+  stage_->setText(tr("Loading %1").arg(QFileInfo(path).fileName()));
+  controller_->LoadImage(side, path);
+}
+
+void MatchView::ClearResult() {
+  outcome_.reset();
+  canvas_->SetOutcome(nullptr);
+  for (auto* l : {features_[0], features_[1], matches_, inliers_}) l->setText(QStringLiteral("–"));
+  model_->clear();
+  times_->clear();
+  info_->setText(tr("Hover or click a match line to see its distance and ratio."));
+}
+
+void MatchView::Run() {
+  if (!ready_[0] || !ready_[1]) {
+    Error(tr("Nothing to match"),
+          tr("Open two images first: File > Open Image A (Ctrl+O) and Open Image B "
+             "(Ctrl+Shift+O), or drop them on the panes."));
+    return;
+  }
+  QString why;
+  if (!options_->Valid(&why)) {
+    Error(tr("Invalid settings"), why);
+    return;
+  }
+  rerun_timer_->stop();
+  MatchRequest r;
+  r.path_a = paths_[0];
+  r.path_b = paths_[1];
+  r.sift = options_->sift();
+  r.match = options_->match();
+  r.backend = options_->backend();
+  controller_->Run(r);
+}
+
+void MatchView::SetBusy(bool busy, const QString& stage) {
+  progress_->setVisible(busy);
+  cancel_button_->setVisible(busy);
+  cancel_->setEnabled(busy);
+  stage_->setText(stage);
+}
+
+void MatchView::UpdateActions() {
+  run_->setEnabled(ready_[0] && ready_[1] && options_->Valid());
+  save_drawing_->setEnabled(outcome_ != nullptr);
+  save_report_->setEnabled(outcome_ != nullptr);
+  cancel_->setEnabled(busy());
+}
+
+void MatchView::ShowOutcome(std::shared_ptr<const MatchOutcome> outcome) {
+  outcome_ = std::move(outcome);
+  const MatchOutcome& o = *outcome_;
+  const auto& r = o.result;
+  canvas_->SetOutcome(outcome_);
+  features_[0]->setText(QString::number(r.features_a));
+  features_[1]->setText(QString::number(r.features_b));
+  matches_->setText(QString::number(r.matches.size()));
+  inliers_->setText(QString::number(r.num_inliers()));
+  const auto& v = r.verification;
+  if (v.model == matcher::GeometryModel::kNone) {
+    model_->setText(tr("verification off"));
+    model_->setStyleSheet("");
+  } else if (v.verified) {
+    model_->setText(tr("✔ %1 verified").arg(matcher::GeometryModelName(v.model)));
+    model_->setStyleSheet("color: #3fae4f; font-weight: bold;");
+  } else {
+    model_->setText(tr("✘ no %1 with %2 inliers")
+                        .arg(matcher::GeometryModelName(o.request.match.verify.model))
+                        .arg(o.request.match.verify.min_inliers));
+    model_->setStyleSheet("color: #d9534f; font-weight: bold;");
+  }
+  QStringList t;
+  t << tr("load A %1").arg(Ms(o.load_ms_a)) << tr("load B %1").arg(Ms(o.load_ms_b));
+  t << (o.features_cached_a ? tr("extract A cached") : tr("extract A %1").arg(Ms(o.extract_ms_a)));
+  t << (o.features_cached_b ? tr("extract B cached") : tr("extract B %1").arg(Ms(o.extract_ms_b)));
+  for (const auto& s : r.times)
+    t << QString("%1 %2").arg(QString::fromStdString(s.stage), Ms(s.ms));
+  times_->setText(tr("Times (ms): %1  ·  this run %2").arg(t.join(", "), Ms(o.total_ms)));
+  backend_->setText(
+      QString::fromStdString(o.backend_note.empty() ? "backend: " + r.backend : o.backend_note));
+  stage_->setText(tr("Done"));
+  ShowMatchInfo(-1);
+  UpdateActions();
+}
+
+void MatchView::ShowMatchInfo(int index) {
+  if (!outcome_ || index < 0 || index >= static_cast<int>(outcome_->result.matches.size())) {
+    info_->setText(outcome_ ? tr("Hover or click a match line to see its distance and ratio.")
+                            : QString());
+    return;
+  }
+  const auto& r = outcome_->result;
+  const auto& m = r.matches[static_cast<std::size_t>(index)];
+  const auto& ka = outcome_->features_a->keypoints[static_cast<std::size_t>(m.query)];
+  const auto& kb = outcome_->features_b->keypoints[static_cast<std::size_t>(m.train)];
+  QString kind;
+  const auto& v = r.verification;
+  if (v.model == matcher::GeometryModel::kNone || v.inliers.empty()) {
+    kind = tr("not verified");
+  } else {
+    kind = v.inliers[static_cast<std::size_t>(index)] ? tr("inlier") : tr("outlier");
+  }
+  info_->setText(tr("Match %1 of %2%3:  A #%4 (%5, %6)  ↔  B #%7 (%8, %9)  ·  distance %10  ·  "
+                    "ratio %11  ·  %12")
+                     .arg(index + 1)
+                     .arg(r.matches.size())
+                     .arg(index == canvas_->selected() ? tr(" (selected)") : QString())
+                     .arg(m.query)
+                     .arg(ka.x, 0, 'f', 1)
+                     .arg(ka.y, 0, 'f', 1)
+                     .arg(m.train)
+                     .arg(kb.x, 0, 'f', 1)
+                     .arg(kb.y, 0, 'f', 1)
+                     .arg(m.distance, 0, 'f', 2)
+                     .arg(m.ratio, 0, 'f', 3)
+                     .arg(kind));
+}
+
+bool MatchView::SaveDrawing(const QString& path, QString* why) const {
+  if (!outcome_) {
+    if (why) *why = tr("There is no match result to draw yet.");
+    return false;
+  }
+  try {
+    matcher::DrawOptions d;
+    d.draw_keypoints = show_keypoints_->isChecked();
+    d.draw_outliers = show_outliers_->isChecked();
+    const cv::Mat canvas =
+        matcher::DrawMatchResult(*outcome_->color_a, *outcome_->color_b, *outcome_->features_a,
+                                 *outcome_->features_b, outcome_->result, d);
+    QString ext = QFileInfo(path).suffix().toLower();
+    if (ext.isEmpty()) ext = "png";
+    std::vector<uchar> bytes;
+    if (!cv::imencode("." + ext.toStdString(), canvas, bytes)) {
+      if (why) *why = tr("OpenCV cannot encode images as .%1; use .png or .jpg.").arg(ext);
+      return false;
+    }
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) ||
+        file.write(reinterpret_cast<const char*>(bytes.data()),
+                   static_cast<qint64>(bytes.size())) != static_cast<qint64>(bytes.size()) ||
+        !file.commit()) {
+      if (why) *why = tr("Cannot write %1: %2").arg(path, file.errorString());
+      return false;
+    }
+    return true;
+  } catch (const std::exception& e) {
+    if (why) *why = QString::fromStdString(e.what());
+    return false;
+  }
+}
+
+bool MatchView::SaveReport(const QString& path, QString* why) const {
+  if (!outcome_) {
+    if (why) *why = tr("There is no match result to report yet.");
+    return false;
+  }
+  try {
+    const auto& o = *outcome_;
+    const auto& m = o.request.match;
+    nlohmann::json report = matcher::MatchResultToJson(o.result, *o.features_a, *o.features_b);
+    report["inputs"] = {{"a", o.request.path_a.toStdString()},
+                        {"b", o.request.path_b.toStdString()}};
+    report["settings"] = {{"sift", nlohmann::json::parse(o.request.sift.ToJson())},
+                          {"k", m.k},
+                          {"metric", core::MetricName(m.metric)},
+                          {"ratio", m.filter.ratio},
+                          {"mutual", m.filter.mutual},
+                          {"max_distance", m.filter.max_distance},
+                          {"model", matcher::GeometryModelName(m.verify.model)},
+                          {"usac", matcher::UsacMethodName(m.verify.method)},
+                          {"threshold", m.verify.threshold},
+                          {"backend", matcher::BackendKindName(o.request.backend.kind)}};
+    report["times_ms"]["load_a"] = o.load_ms_a;
+    report["times_ms"]["load_b"] = o.load_ms_b;
+    report["times_ms"]["extract_a"] = o.extract_ms_a;
+    report["times_ms"]["extract_b"] = o.extract_ms_b;
+    const std::string text = report.dump(2) + "\n";
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) ||
+        file.write(text.data(), static_cast<qint64>(text.size())) !=
+            static_cast<qint64>(text.size()) ||
+        !file.commit()) {
+      if (why) *why = tr("Cannot write %1: %2").arg(path, file.errorString());
+      return false;
+    }
+    return true;
+  } catch (const std::exception& e) {
+    if (why) *why = QString::fromStdString(e.what());
+    return false;
+  }
+}
+
+QString MatchView::LastFolder(const QString& key) const {
+  QSettings s;
+  return s.value("folders/" + key).toString();
+}
+
+void MatchView::RememberFolder(const QString& key, const QString& file) const {
+  QSettings s;
+  s.setValue("folders/" + key, QFileInfo(file).absolutePath());
+}
+
+void MatchView::ChooseImage(int side) {
+  const QString path = QFileDialog::getOpenFileName(
+      this, side == 0 ? tr("Open image A") : tr("Open image B"), LastFolder("images"),
+      tr("Images (*.png *.jpg *.jpeg *.bmp *.tif *.tiff *.webp *.pgm *.ppm);;All files (*)"));
+  if (path.isEmpty()) return;
+  RememberFolder("images", path);
+  OpenImage(side, path);
+}
+
+void MatchView::ChooseDrawingFile() {
+  if (!outcome_) return;
+  QString suggestion = LastFolder("output");
+  if (!suggestion.isEmpty()) suggestion += '/';
+  suggestion += QFileInfo(paths_[0]).completeBaseName() + "_" +
+                QFileInfo(paths_[1]).completeBaseName() + "_matches.png";
+  const QString path = QFileDialog::getSaveFileName(this, tr("Save drawing"), suggestion,
+                                                    tr("PNG image (*.png);;JPEG image (*.jpg)"));
+  if (path.isEmpty()) return;
+  RememberFolder("output", path);
+  QString why;
+  if (!SaveDrawing(path, &why)) Error(tr("Cannot save the drawing"), why);
+}
+
+void MatchView::ChooseReportFile() {
+  if (!outcome_) return;
+  QString suggestion = LastFolder("output");
+  if (!suggestion.isEmpty()) suggestion += '/';
+  suggestion += QFileInfo(paths_[0]).completeBaseName() + "_" +
+                QFileInfo(paths_[1]).completeBaseName() + "_report.json";
+  const QString path =
+      QFileDialog::getSaveFileName(this, tr("Save report"), suggestion, tr("JSON (*.json)"));
+  if (path.isEmpty()) return;
+  RememberFolder("output", path);
+  QString why;
+  if (!SaveReport(path, &why)) Error(tr("Cannot save the report"), why);
+}
+
+void MatchView::SaveSettings(QSettings& s) const {
+  options_->Save(s);
+  s.setValue("view/keypoints", show_keypoints_->isChecked());
+  s.setValue("view/outliers", show_outliers_->isChecked());
+}
+
+void MatchView::LoadSettings(QSettings& s) {
+  options_->Load(s);
+  show_keypoints_->setChecked(s.value("view/keypoints", true).toBool());
+  show_outliers_->setChecked(s.value("view/outliers", true).toBool());
+}
+
+}  // namespace fm::ui
