@@ -1,4 +1,4 @@
-// Quick multi-select with warp ballots, one block (one warp for small k) per row.
+// Quick multi-select with warp ballots, one block per row.
 //
 // Partitioning: the words of the active range are taken into registers, a pivot is chosen from a
 // sorted sample of 32 (at the sample rank matching the fraction still needed), and every warp
@@ -10,7 +10,7 @@
 // everything on the left (the pivot was the range's maximum), the same pivot is applied strictly.
 //
 // The row itself is streamed once by the buffered search (select_stream.cuh); whenever the
-// candidate buffer passes 2*KB words the partitioning cuts it back to the k smallest and their
+// candidate buffer passes max(2*KB, 1024) words the partitioning cuts it back to the k smallest and their
 // maximum becomes the new threshold. At the end the k survivors are sorted with a bitonic sort.
 #pragma once
 
@@ -23,7 +23,9 @@ namespace fm::gpu::detail {
 template <int KB, int T, int U>
 struct QmsConfig {
   static constexpr int kChunk = T * 4 * U;
-  static constexpr int kFlushAt = 2 * KB;
+  // Cut the buffer back only when it holds many words: each cut is a few latency-bound rounds,
+  // so rows should need about two of them (the first chunk, then rarely more).
+  static constexpr int kFlushAt = 2 * KB > 1024 ? 2 * KB : 1024;
   static constexpr int kCap = kFlushAt + kChunk;
   static constexpr int kPerThread = (kCap + T - 1) / T;
   static constexpr int kShared = kCap * 8;
@@ -135,7 +137,7 @@ __device__ u64 QuickCompact(u64* buf, int n, int k, QmsShared& qs) {
 }
 
 template <int KB, int T, int U>
-__global__ void __launch_bounds__(T, T == 32 ? 32 : (KB >= 1024 ? 2 : 2048 / T / 2)) QuickMultiSelectKernel(SelectArgs a, int64_t row0) {
+__global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 4) QuickMultiSelectKernel(SelectArgs a, int64_t row0) {
   using C = QmsConfig<KB, T, U>;
   extern __shared__ u64 smem[];
   u64* buf = smem;
@@ -162,12 +164,11 @@ __global__ void __launch_bounds__(T, T == 32 ? 32 : (KB >= 1024 ? 2 : 2048 / T /
   WriteRow<T>(a, row, buf);
 }
 
-// Block shape per bucket: small k run one warp per row (many rows in flight per SM, the
-// barriers are one warp's), larger k spread the row and the partitioning over more warps.
+// Block shape per bucket (one warp per row for small k measured slower: bench/results).
 template <int KB>
 struct QmsShape {
-  static constexpr int kThreads = KB <= 128 ? 32 : (KB <= 512 ? 128 : 256);
-  static constexpr int kVec = KB <= 128 ? 4 : 2;
+  static constexpr int kThreads = 256;
+  static constexpr int kVec = 2;
 };
 
 template <int KB>
