@@ -32,6 +32,7 @@ BatchOptions Options(const std::string& folder, const std::string& db) {
   o.folder = folder;
   o.database = db;
   o.match.threads = 2;
+  o.match.verify.model = GeometryModel::kHomography;
   o.backend.kind = BackendKind::kCpu;
   o.commit_pairs = 2;
   return o;

@@ -54,8 +54,13 @@ struct BatchOptions {
   PairingOptions pairs;
   SiftOptions sift;
   // kNN, filters, verification. match.threads: CPU threads for extraction, the CPU kNN and
-  // verification (0 = all cores).
-  MatchOptions match;
+  // verification (0 = all cores). The model defaults to the fundamental matrix, right for the
+  // general 3-D scenes COLMAP reconstructs; choose the homography for planar or panoramic sets.
+  MatchOptions match = [] {
+    MatchOptions m;
+    m.verify.model = GeometryModel::kFundamental;
+    return m;
+  }();
   BackendOptions backend;
 
   // Batching of the kNN: query images of one corpus image are concatenated up to these limits.
