@@ -94,12 +94,15 @@ SelectAlgo ParseSelectAlgo(const std::string& name) {
                               "': use auto, tbis, merge-queue, quick-multiselect or sort");
 }
 
-// Thresholds from bench/results/select_h100.jsonl (featmatch-bench select on the H100, see
-// bench/results/select_h100.md): quick multi-select is the fastest on the whole measured grid.
+// Thresholds from bench/results/select_h200.jsonl (featmatch-bench select on an H200, the device
+// lent for issue 3; table in bench/results/select_h200.md). Quick multi-select is the fastest
+// almost everywhere; the merge queue wins on long rows (N >= 2^17, cut into pieces) up to
+// k = 512 and at k <= 32 from N = 65536 on. k above the largest bucket sorts whole rows.
 SelectAlgo ChooseSelectAlgo(int64_t rows, int64_t cols, int64_t k) {
   (void)rows;
-  (void)cols;
   if (k > detail::kMaxSelectBucket) return SelectAlgo::kSortTruncate;
+  if (cols >= (int64_t{1} << 17) && k <= 512) return SelectAlgo::kMergeQueue;
+  if (cols >= 65536 && k <= 32) return SelectAlgo::kMergeQueue;
   return SelectAlgo::kQuickMultiSelect;
 }
 
