@@ -49,21 +49,36 @@ __device__ __forceinline__ int CorpusTerm(const RowStats& s, MetricCode m) {
   return m == MetricCode::kL2 ? __float2int_rn(s.x) : -128 * __float2int_rn(s.y);
 }
 
+__device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], const void* smem_row) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem_row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+constexpr int kStageSlots = 16;  // per-query candidate slots staged in shared memory
+
+// Scores the CTA's 128 queries against corpus blocks blockIdx.y, +ysplit, ... of the (strided)
+// corpus. Candidates are staged per query row in shared memory (shared atomics, no global round
+// trip in the inner loop) and flushed to global memory with one atomic per row when half full.
 template <int KD>
 __global__ void __launch_bounds__(kThreads, 2)
     FusedFilterKernel(const int8_t* __restrict__ queries, const RowStats* __restrict__ qstats,
                       int64_t nq, const int8_t* __restrict__ corpus,
-                      const RowStats* __restrict__ cstats, int64_t n, int dim, MetricCode metric,
-                      const float* __restrict__ thresholds, uint64_t* __restrict__ keys,
-                      int32_t* __restrict__ counts, int64_t capacity, int64_t nblocks,
-                      int ysplit) {
+                      const RowStats* __restrict__ cstats, int64_t n, int64_t row_stride,
+                      int dim, MetricCode metric, const float* __restrict__ thresholds,
+                      uint64_t* __restrict__ keys, int32_t* __restrict__ counts,
+                      int64_t capacity, int64_t nblocks, int ysplit) {
   constexpr int kDp = KD * 32;
-  constexpr int kLd = kDp + 16;  // padded smem row: conflict-free 32-bit fragment loads
+  constexpr int kLd = kDp + 16;  // padded smem row: conflict-free fragment loads
   constexpr int kChunks = kDp / 16;
   extern __shared__ __align__(16) unsigned char smem[];
   int8_t* a_s = reinterpret_cast<int8_t*>(smem);
   int8_t* b_s = a_s + kBlockRows * kLd;
-  int* bt_s = reinterpret_cast<int*>(b_s + 2 * kBlockRows * kLd);  // [2][128] corpus terms
+  int* bt_s = reinterpret_cast<int*>(b_s + 2 * kBlockRows * kLd);   // [2][128] corpus terms
+  int* cnt_s = bt_s + 2 * kBlockRows;                                 // [128] staged counts
+  int* qterm_s = cnt_s + kBlockRows;                                  // [128] query terms
+  uint64_t* stage_s = reinterpret_cast<uint64_t*>(qterm_s + kBlockRows);  // [128][slots]
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
@@ -77,18 +92,25 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (q0 + r < nq) v = *reinterpret_cast<const int4*>(queries + (q0 + r) * kDp + ch * 16);
     *reinterpret_cast<int4*>(a_s + r * kLd + ch * 16) = v;
   }
-  // The four query rows of this thread's accumulators: wm*32 + mt*16 + h*8 + g.
-  int qterm[4], qthr[4];
+  if (tid < kBlockRows) {
+    cnt_s[tid] = 0;
+    qterm_s[tid] = q0 + tid < nq ? QueryTerm(qstats[q0 + tid], metric, dim) : 0;
+  }
+  // The four query rows of this thread's accumulators: wm*32 + mt*16 + h*8 + g. The test
+  // d = qterm + cterm + alpha*ip <= thr becomes cterm + alpha*ip <= thr - qterm.
+  int qlim[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int64_t q = q0 + wm * 32 + (i >> 1) * 16 + (i & 1) * 8 + g;
     if (q < nq) {
-      qterm[i] = QueryTerm(qstats[q], metric, dim);
+      const int qterm = QueryTerm(qstats[q], metric, dim);
       const float th = thresholds[q];
-      qthr[i] = th >= 1.0e9f ? INT_MAX : (th < -1.0e9f ? INT_MIN : static_cast<int>(floorf(th)));
+      const long long lim = th >= 1.0e9f ? INT_MAX
+                            : th < -1.0e9f ? INT_MIN
+                                           : static_cast<long long>(floorf(th)) - qterm;
+      qlim[i] = static_cast<int>(lim > INT_MAX ? INT_MAX : (lim < INT_MIN ? INT_MIN : lim));
     } else {
-      qterm[i] = 0;
-      qthr[i] = INT_MIN;
+      qlim[i] = INT_MIN;
     }
   }
 
@@ -99,9 +121,26 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int r = i / kChunks, ch = i % kChunks;
       const int64_t row = c0 + r;
       const bool ok = row < n;
-      CpAsync16(dst + r * kLd + ch * 16, corpus + (ok ? row : 0) * kDp + ch * 16, ok ? 16 : 0);
+      CpAsync16(dst + r * kLd + ch * 16, corpus + (ok ? row * row_stride : 0) * kDp + ch * 16,
+                ok ? 16 : 0);
     }
     CpAsyncCommit();
+  };
+
+  // Flush of staged candidates: lanes 0..15 of each warp own 16 rows.
+  auto flush = [&](bool all) {
+    if (lane < 16) {
+      const int row = warp * 16 + lane;
+      const int c = cnt_s[row];
+      const int staged = c < kStageSlots ? c : kStageSlots;
+      if (staged > 0 && (all || c >= kStageSlots / 2)) {
+        const int64_t q = q0 + row;
+        const int base = atomicAdd(counts + q, staged);
+        for (int j = 0; j < staged; ++j)
+          if (base + j < capacity) keys[q * capacity + base + j] = stage_s[row * kStageSlots + j];
+        cnt_s[row] = 0;
+      }
+    }
   };
 
   int64_t blk = blockIdx.y;
@@ -111,7 +150,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int64_t next = blk + ysplit;
     if (tid < kBlockRows) {
       const int64_t c = blk * kBlockRows + tid;
-      bt_s[stage * kBlockRows + tid] = c < n ? CorpusTerm(cstats[c], metric) : (1 << 30);
+      bt_s[stage * kBlockRows + tid] = c < n ? CorpusTerm(cstats[c * row_stride], metric)
+                                             : (1 << 30);
     }
     if (next < nblocks) {
       load_b(next, stage ^ 1);
@@ -130,24 +170,25 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0;
 
-#pragma unroll
+#pragma unroll 2
     for (int ks = 0; ks < KD; ++ks) {
+      // A (16 x 32 int8 = 16 x 16 b16): matrices rows 0-7/8-15 x bytes 0-15/16-31.
       uint32_t a[2][4];
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
-        const int8_t* ap = a_s + (wm * 32 + mt * 16 + g) * kLd + ks * 32 + t * 4;
-        a[mt][0] = *reinterpret_cast<const uint32_t*>(ap);
-        a[mt][1] = *reinterpret_cast<const uint32_t*>(ap + 8 * kLd);
-        a[mt][2] = *reinterpret_cast<const uint32_t*>(ap + 16);
-        a[mt][3] = *reinterpret_cast<const uint32_t*>(ap + 8 * kLd + 16);
+        const int r = wm * 32 + mt * 16 + (lane & 15);
+        LdMatrixX4(a[mt], a_s + r * kLd + ks * 32 + (lane >> 4) * 16);
       }
 #pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        const int8_t* bp = b_tile + (wn * 64 + nt * 8 + g) * kLd + ks * 32 + t * 4;
-        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(bp);
-        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(bp + 16);
-        MmaS8(acc[0][nt], a[0], b0, b1);
-        MmaS8(acc[1][nt], a[1], b0, b1);
+      for (int np = 0; np < 4; ++np) {
+        // Two n-tiles: matrices (n 0-7, bytes 0-15), (n 0-7, 16-31), (n 8-15, 0-15), (8-15, 16-31).
+        uint32_t b[4];
+        const int r = wn * 64 + np * 16 + (lane & 7) + ((lane >> 4) << 3);
+        LdMatrixX4(b, b_tile + r * kLd + ks * 32 + ((lane >> 3) & 1) * 16);
+        MmaS8(acc[0][2 * np], a[0], b[0], b[1]);
+        MmaS8(acc[1][2 * np], a[1], b[0], b[1]);
+        MmaS8(acc[0][2 * np + 1], a[0], b[2], b[3]);
+        MmaS8(acc[1][2 * np + 1], a[1], b[2], b[3]);
       }
     }
 
@@ -160,23 +201,32 @@ __global__ void __launch_bounds__(kThreads, 2)
         const int cterm = bt[cl];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          const int d = qterm[i] + cterm + alpha * acc[i >> 1][nt][(i & 1) * 2 + j];
-          if (d <= qthr[i]) {
-            const int64_t q = q0 + wm * 32 + (i >> 1) * 16 + (i & 1) * 8 + g;
+          const int v = cterm + alpha * acc[i >> 1][nt][(i & 1) * 2 + j];
+          if (v <= qlim[i]) {
+            const int row = wm * 32 + (i >> 1) * 16 + (i & 1) * 8 + g;
             const int64_t c = blk * kBlockRows + cl;
-            const int pos = atomicAdd(counts + q, 1);
-            if (pos < capacity) {
-              keys[q * capacity + pos] =
-                  (static_cast<uint64_t>(OrderedBits(static_cast<float>(d))) << 32) |
-                  static_cast<uint32_t>(c);
+            const int d = v + qterm_s[row];
+            const uint64_t key = (static_cast<uint64_t>(OrderedBits(static_cast<float>(d))) << 32) |
+                                 static_cast<uint32_t>(c);
+            const int pos = atomicAdd(cnt_s + row, 1);
+            if (pos < kStageSlots) {
+              stage_s[row * kStageSlots + pos] = key;
+            } else {  // staging full: straight to global memory (rare)
+              const int64_t q = q0 + row;
+              const int gp = atomicAdd(counts + q, 1);
+              if (gp < capacity) keys[q * capacity + gp] = key;
             }
           }
         }
       }
     }
     __syncthreads();
+    flush(false);
+    __syncthreads();
     stage ^= 1;
   }
+  __syncthreads();
+  flush(true);
 }
 
 __global__ void SegmentsKernel(const int32_t* counts, int64_t nq, int64_t capacity, int* begin,
@@ -257,11 +307,13 @@ constexpr int64_t kBitonicMax = 16384;
 
 template <int KD>
 void LaunchFusedKd(const int8_t* queries, const RowStats* qstats, int64_t nq,
-                   const int8_t* corpus, const RowStats* cstats, int64_t n, int32_t dim,
+                   const int8_t* corpus, const RowStats* cstats, int64_t n, int64_t row_stride,
+                   int32_t dim,
                    MetricCode metric, const float* thresholds, uint64_t* keys, int32_t* counts,
                    int64_t capacity, int num_sms, cudaStream_t stream) {
   constexpr int kLd = KD * 32 + 16;
-  const std::size_t smem = 3 * kBlockRows * kLd + 2 * kBlockRows * sizeof(int);
+  const std::size_t smem = 3 * kBlockRows * kLd + 4 * kBlockRows * sizeof(int) +
+                           kBlockRows * kStageSlots * sizeof(uint64_t);
   static bool attr_set = false;
   if (!attr_set) {
     FM_CUDA_CHECK(cudaFuncSetAttribute(FusedFilterKernel<KD>,
@@ -283,7 +335,8 @@ void LaunchFusedKd(const int8_t* queries, const RowStats* qstats, int64_t nq,
     const int64_t qoff = b0 * kBlockRows;
     dim3 grid(static_cast<unsigned>(bn), static_cast<unsigned>(ysplit));
     FusedFilterKernel<KD><<<grid, kThreads, smem, stream>>>(
-        queries + qoff * KD * 32, qstats + qoff, nq - qoff, corpus, cstats, n, dim, metric,
+        queries + qoff * KD * 32, qstats + qoff, nq - qoff, corpus, cstats, n, row_stride, dim,
+        metric,
         thresholds + qoff, keys + qoff * capacity, counts + qoff, capacity, nblocks,
         static_cast<int>(ysplit));
     FM_CUDA_CHECK_LAUNCH();
@@ -305,20 +358,20 @@ std::size_t AlignUp(std::size_t v) { return (v + 255) / 256 * 256; }
 
 void LaunchFusedFilterInt8(const int8_t* queries, const RowStats* qstats, int64_t nq,
                            const int8_t* corpus, const RowStats* cstats, int64_t n,
-                           int32_t padded_dim, int32_t dim, MetricCode metric,
+                           int64_t row_stride, int32_t padded_dim, int32_t dim, MetricCode metric,
                            const float* thresholds, uint64_t* keys, int32_t* counts,
                            int64_t capacity, int num_sms, cudaStream_t stream) {
   switch (padded_dim) {
     case 64:
-      LaunchFusedKd<2>(queries, qstats, nq, corpus, cstats, n, dim, metric, thresholds, keys,
+      LaunchFusedKd<2>(queries, qstats, nq, corpus, cstats, n, row_stride, dim, metric, thresholds, keys,
                        counts, capacity, num_sms, stream);
       break;
     case 128:
-      LaunchFusedKd<4>(queries, qstats, nq, corpus, cstats, n, dim, metric, thresholds, keys,
+      LaunchFusedKd<4>(queries, qstats, nq, corpus, cstats, n, row_stride, dim, metric, thresholds, keys,
                        counts, capacity, num_sms, stream);
       break;
     case 256:
-      LaunchFusedKd<8>(queries, qstats, nq, corpus, cstats, n, dim, metric, thresholds, keys,
+      LaunchFusedKd<8>(queries, qstats, nq, corpus, cstats, n, row_stride, dim, metric, thresholds, keys,
                        counts, capacity, num_sms, stream);
       break;
     default:

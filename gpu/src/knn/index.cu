@@ -469,55 +469,67 @@ struct Index::Impl {
            n < (int64_t{1} << 32);
   }
 
-  // Fused path; returns false (and leaves outputs unspecified) when it overflowed or does not
-  // pay for this shape.
+  // Fused path; returns false (and leaves outputs unspecified) when the last level overflowed
+  // or the shape does not pay for it.
+  //
+  // Thresholds come from nested strided samples of the corpus (strides F^L, ..., F, 1 with
+  // F = 8): the coarsest sample is scored by GEMM + select_k; every finer one by the fused kernel
+  // under the previous threshold, its k-th distance becoming the next threshold. The k-th
+  // distance within any set of corpus rows bounds the true k-th distance from above, so each
+  // threshold keeps every true neighbour; about F * k candidates per query survive each level.
+  // An overflow at an inner level only loosens the next threshold; at the last level it sends
+  // the search to the tiled path.
   bool SearchFused(const uint8_t* qop, const RowStats* qst, int64_t nq, int64_t k, float* out_v,
                    int64_t* out_i, StageTimer& t_score, StageTimer& t_select) {
     cudaStream_t ms = main();
-    int64_t cap = std::clamp<int64_t>(NextPow2(128 * k), 2048, 16384);
-    while (cap < 16384 && nq * cap * 2 <= (int64_t{1} << 25)) cap *= 2;
+    constexpr int64_t kFactor = 8;
     const std::size_t avail = FreeForScratch(nq, k);
-    while (cap > 2 * k && (static_cast<std::size_t>(nq) * cap * 16 > avail / 2 ||
+    // Expected survivors per level: kFactor * k; the buffers hold 4x that.
+    int64_t cap = std::clamp<int64_t>(NextPow2(4 * kFactor * k), 256, 16384);
+    while (cap > 2 * k && (static_cast<std::size_t>(nq) * cap * 8 > avail / 2 ||
                            nq * cap >= (int64_t{1} << 31)))
       cap /= 2;
-    if (static_cast<std::size_t>(nq) * cap * 16 > avail / 2 || nq * cap >= (int64_t{1} << 31))
+    if (static_cast<std::size_t>(nq) * cap * 8 > avail / 2 || nq * cap >= (int64_t{1} << 31))
       return false;
-    // Sample size: expected candidates per query about k * n / sample = cap / 4.
-    int64_t sample = (n * k + cap / 4 - 1) / (cap / 4);
-    sample = std::clamp<int64_t>(sample, std::min<int64_t>(n, std::max<int64_t>(4 * k, 1024)), n);
-    const int64_t stride = std::max<int64_t>(1, n / sample);
-    sample = (n - 1) / stride + 1;
-    if (sample * 2 > n) return false;
-    // The testing knob shrinks the buffers, not the sample: it forces overflows.
-    if (opt.fused_candidates > 0) cap = opt.fused_candidates;
+    if (opt.fused_candidates > 0) cap = opt.fused_candidates;  // testing knob: forces overflow
+    // Strides: the coarsest sample has at most max(2048, 8k) rows (or is the first level whose
+    // GEMM tile stays small).
+    std::vector<int64_t> strides = {1};
+    const int64_t coarse_rows = std::max<int64_t>(2048, 8 * k);
+    while ((n - 1) / strides.back() + 1 > coarse_rows && strides.back() * kFactor <= n / (4 * k))
+      strides.push_back(strides.back() * kFactor);
+    if (strides.size() < 2) return false;
+    const int64_t s0 = strides.back();
+    const int64_t sample = (n - 1) / s0 + 1;
 
-    // 1. Thresholds: exact top-k of the strided sample, by GEMM + epilogue + select_k.
+    // 1. Thresholds from the coarsest sample: GEMM + epilogue + select_k.
     DeviceBuffer<float>& thr = s_thr;
     thr.Resize(static_cast<std::size_t>(nq));
+    DeviceBuffer<float>& lv = s_tv[1];
+    DeviceBuffer<int64_t>& li = s_ti[1];
+    lv.Resize(static_cast<std::size_t>(nq) * k);
+    li.Resize(static_cast<std::size_t>(nq) * k);
     {
       const int64_t ld = RoundUp(sample, 16);
       int64_t qt = std::max<int64_t>(
           1, std::min<int64_t>(nq, static_cast<int64_t>(avail / 4 / (4 * ld))));
       DeviceBuffer<float>& tile = s_tile[0];
-      DeviceBuffer<float>& sv = s_tv[0];
-      DeviceBuffer<int64_t>& si = s_ti[0];
       tile.Resize(static_cast<std::size_t>(qt) * ld);
-      sv.Resize(static_cast<std::size_t>(qt) * k);
-      si.Resize(static_cast<std::size_t>(qt) * k);
       for (int64_t q0 = 0; q0 < nq; q0 += qt) {
         const int64_t qn = std::min(qt, nq - q0);
         t_score.Begin(ms);
-        Gemm(sample, qn, corpus.data(), stride * dp, qop + q0 * RowBytes(), tile.data(), ld, ms);
+        Gemm(sample, qn, corpus.data(), s0 * dp, qop + q0 * RowBytes(), tile.data(), ld, ms);
         detail::LaunchDistanceEpilogue(tile.data(), true, qn, sample, ld, qst + q0,
-                                       cstats.data(), stride, metric, kind, opt.dim, ms);
+                                       cstats.data(), s0, metric, kind, opt.dim, ms);
         t_score.End(ms);
         t_select.Begin(ms);
-        select_k(*res, tile.data(), qn, sample, ld, k, opt.select_algo, sv.data(), si.data());
-        detail::LaunchKthColumn(sv.data(), k, qn, thr.data() + q0, ms);
+        select_k(*res, tile.data(), qn, sample, ld, k, opt.select_algo, lv.data() + q0 * k,
+                 li.data() + q0 * k);
         t_select.End(ms);
       }
+      detail::LaunchKthColumn(lv.data(), k, nq, thr.data(), ms);
     }
-    // 2. Fused scoring and filtering over the whole corpus.
+    // 2. Finer levels with the fused kernel, the last over the whole corpus.
     DeviceBuffer<uint64_t>& keys = s_keys;
     DeviceBuffer<uint64_t>& keys_alt = s_keys_alt;
     DeviceBuffer<int32_t>& counts = s_counts;
@@ -529,21 +541,26 @@ struct Index::Impl {
     counts.Resize(static_cast<std::size_t>(nq) + 2);
     total.Resize(1);
     temp.Resize(std::max<std::size_t>(temp_bytes, 1));
-    FM_CUDA_CHECK(cudaMemsetAsync(counts.data(), 0, (nq + 2) * sizeof(int32_t), ms));
-    FM_CUDA_CHECK(cudaMemsetAsync(total.data(), 0, sizeof(int64_t), ms));
-    t_score.Begin(ms);
-    detail::LaunchFusedFilterInt8(reinterpret_cast<const int8_t*>(qop), qst, nq,
-                                  reinterpret_cast<const int8_t*>(corpus.data()), cstats.data(),
-                                  n, dp, opt.dim, metric, thr.data(), keys.data(), counts.data(),
-                                  cap, num_sms, ms);
-    t_score.End(ms);
-    // 3. Sort the candidates, keep k per query.
     int32_t* overflow = counts.data() + nq;
-    t_select.Begin(ms);
-    detail::LaunchFinalizeCandidates(keys.data(), keys_alt.data(), counts.data(), nq, cap, k,
-                                     out_v, out_i, overflow, total.data(), temp.data(),
-                                     temp_bytes, ms);
-    t_select.End(ms);
+    for (int level = static_cast<int>(strides.size()) - 2; level >= 0; --level) {
+      const int64_t st = strides[level];
+      const int64_t rows = (n - 1) / st + 1;
+      const bool last = level == 0;
+      FM_CUDA_CHECK(cudaMemsetAsync(counts.data(), 0, (nq + 2) * sizeof(int32_t), ms));
+      FM_CUDA_CHECK(cudaMemsetAsync(total.data(), 0, sizeof(int64_t), ms));
+      t_score.Begin(ms);
+      detail::LaunchFusedFilterInt8(reinterpret_cast<const int8_t*>(qop), qst, nq,
+                                    reinterpret_cast<const int8_t*>(corpus.data()),
+                                    cstats.data(), rows, st, dp, opt.dim, metric, thr.data(),
+                                    keys.data(), counts.data(), cap, num_sms, ms);
+      t_score.End(ms);
+      t_select.Begin(ms);
+      detail::LaunchFinalizeCandidates(keys.data(), keys_alt.data(), counts.data(), nq, cap, k,
+                                       last ? out_v : lv.data(), last ? out_i : li.data(),
+                                       overflow, total.data(), temp.data(), temp_bytes, ms);
+      if (!last) detail::LaunchKthColumn(lv.data(), k, nq, thr.data(), ms);
+      t_select.End(ms);
+    }
     int32_t host_overflow = 0;
     int64_t host_total = 0;
     FM_CUDA_CHECK(cudaMemcpyAsync(&host_overflow, overflow, sizeof(int32_t),
@@ -555,7 +572,7 @@ struct Index::Impl {
     stats.tile_rows = nq;
     stats.tile_cols = sample;
     stats.query_tiles = 1;
-    stats.corpus_tiles = 1;
+    stats.corpus_tiles = static_cast<int64_t>(strides.size());  // levels
     return host_overflow == 0;
   }
 

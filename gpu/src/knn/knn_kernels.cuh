@@ -60,9 +60,10 @@ void LaunchDropSelf(const float* in_vals, const int64_t* in_idx, int64_t k, int6
 // rows whose distance is <= thresholds[q] as 64-bit keys (ordered distance bits << 32 | index) in
 // keys[q * capacity + slot]; counts[q] gets the number found (may exceed capacity: overflow).
 // Operands are int8 (shifted), padded_dim a multiple of 32 and <= 256.
+// Corpus row r is stored at row r * row_stride (strided samples); keys carry r.
 void LaunchFusedFilterInt8(const int8_t* queries, const RowStats* qstats, int64_t nq,
                            const int8_t* corpus, const RowStats* cstats, int64_t n,
-                           int32_t padded_dim, int32_t dim, MetricCode metric,
+                           int64_t row_stride, int32_t padded_dim, int32_t dim, MetricCode metric,
                            const float* thresholds, uint64_t* keys, int32_t* counts,
                            int64_t capacity, int num_sms, cudaStream_t stream);
 
