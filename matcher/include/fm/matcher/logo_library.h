@@ -44,6 +44,10 @@ struct LogoLibrarySettings {
   SiftOptions sift;
   int max_logo_side = 512;      // logo images are downscaled so the longer side is at most this
   int min_logo_features = 24;   // a logo image with fewer SIFT features is refused
+  // Features are also extracted from the logo shrunk by 2, 4, ... (pyramid_levels images in
+  // all, each at least 48 px wide) and stored in the full-size logo's coordinates: small logos
+  // in scenes then meet descriptors computed at their own resolution.
+  int pyramid_levels = 3;
 
   bool Check(std::string* why) const;
 };
@@ -59,11 +63,13 @@ struct LogoInfo {
 };
 
 struct LogoQueryOptions {
-  int64_t k = 6;                  // neighbours per scene descriptor in the library-wide search
-  float ratio = 0.8f;             // per-logo Lowe ratio: nearest / second nearest in that logo
+  int64_t k = 8;                  // neighbours per scene descriptor in the library-wide search
+  float ratio = 0.85f;            // per-logo Lowe ratio: nearest / second nearest in that logo
+                                  // at another place (more than same_point_px away)
+  double same_point_px = 6.0;     // logo keypoints closer than this are one point (pyramid copies)
   int max_candidates = 12;        // logos verified per scene, most candidate matches first
   int max_instances = 4;          // instances of one logo searched per scene
-  int min_inliers = 10;           // verified inliers needed for a detection
+  int min_inliers = 8;            // verified inliers needed for a detection
   double min_confidence = 0.5;    // detections below this calibrated confidence are dropped
   double threshold = 4.0;         // homography inlier threshold, scene pixels
   UsacMethod usac = UsacMethod::kMagsac;

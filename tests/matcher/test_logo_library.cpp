@@ -1,0 +1,283 @@
+// The logo library: storage (create, add, list, remove, reopen, bad files) and queries on
+// generated scenes with a known answer.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <opencv2/imgproc.hpp>
+
+#include "fm/matcher/image.h"
+#include "fm/matcher/logo_eval.h"
+#include "fm/matcher/logo_library.h"
+#include "test_images.h"
+
+namespace fm::matcher {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() /
+            ("fm-logo-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string File(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+#define REQUIRE_SAMPLES() \
+  if (!test::HaveSamples()) GTEST_SKIP() << "OpenCV sample data not found (" << test::SampleDir() << ")"
+
+TEST(LogoLibrary, CreateAddListRemove) {
+  REQUIRE_SAMPLES();
+  TempDir dir;
+  const std::string db = dir.File("lib.db");
+  LogoLibrary lib = LogoLibrary::Create(db);
+  EXPECT_EQ(lib.size(), 0);
+  EXPECT_EQ(lib.num_descriptors(), 0);
+  const LogoInfo box = lib.AddFile(test::Sample("box.png"));
+  EXPECT_EQ(box.name, "box");
+  EXPECT_GT(box.num_features, 100);
+  const LogoInfo linux_logo = lib.AddFile(test::Sample("LinuxLogo.jpg"), "tux");
+  EXPECT_EQ(lib.size(), 2);
+  EXPECT_EQ(lib.num_descriptors(), box.num_features + linux_logo.num_features);
+
+  auto list = lib.List();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].name, "box");
+  EXPECT_EQ(list[1].name, "tux");
+  EXPECT_EQ(list[1].width, 320);
+
+  // A name is unique; the failed add changes nothing.
+  EXPECT_THROW(lib.AddFile(test::Sample("WindowsLogo.jpg"), "tux"), LogoLibraryError);
+  EXPECT_EQ(lib.size(), 2);
+  // A missing image is refused with the library unchanged.
+  EXPECT_THROW(lib.AddFile(dir.File("missing.png")), LogoLibraryError);
+
+  EXPECT_TRUE(lib.Remove("box"));
+  EXPECT_FALSE(lib.Remove("box"));
+  EXPECT_EQ(lib.size(), 1);
+  EXPECT_EQ(lib.num_descriptors(), linux_logo.num_features);
+  // Creating over an existing file is refused.
+  EXPECT_THROW(LogoLibrary::Create(db), LogoLibraryError);
+}
+
+TEST(LogoLibrary, PersistsAcrossReopen) {
+  REQUIRE_SAMPLES();
+  TempDir dir;
+  const std::string db = dir.File("lib.db");
+  LogoLibrarySettings s;
+  s.sift.contrast_threshold = 0.03;
+  s.max_logo_side = 256;
+  std::vector<uint8_t> tux_bytes;
+  {
+    LogoLibrary lib = LogoLibrary::Create(db, s);
+    lib.AddFile(test::Sample("box.png"));
+    const auto tux = lib.AddFile(test::Sample("LinuxLogo.jpg"), "tux");
+    lib.AddFile(test::Sample("WindowsLogo.jpg"), "win");
+    lib.Remove("win");
+    const auto& d = lib.LogoFeatures(tux.id).descriptors;
+    tux_bytes.assign(d.bytes(), d.bytes() + d.size_bytes());
+  }
+  LogoLibrary again = LogoLibrary::Open(db);
+  EXPECT_DOUBLE_EQ(again.settings().sift.contrast_threshold, 0.03);
+  EXPECT_EQ(again.settings().max_logo_side, 256);
+  auto list = again.List();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].name, "box");
+  EXPECT_EQ(list[1].name, "tux");
+  EXPECT_LE(std::max(list[0].width, list[0].height), 256);
+  const auto& d = again.LogoFeatures(list[1].id).descriptors;
+  ASSERT_EQ(d.size_bytes(), tux_bytes.size());
+  EXPECT_TRUE(std::equal(tux_bytes.begin(), tux_bytes.end(), d.bytes()));
+  // Ids are not reused after a removal.
+  const auto w = again.AddFile(test::Sample("WindowsLogo.jpg"), "win");
+  EXPECT_GT(w.id, list[1].id + 1);
+}
+
+TEST(LogoLibrary, RefusesLogoWithTooFewFeatures) {
+  TempDir dir;
+  LogoLibrary lib = LogoLibrary::Create(dir.File("lib.db"));
+  cv::Mat flat(200, 300, CV_8UC1, cv::Scalar(128));
+  cv::rectangle(flat, {100, 60}, {200, 140}, cv::Scalar(30), cv::FILLED);  // four corners only
+  try {
+    lib.Add("flat", flat);
+    FAIL() << "a logo with too few features was accepted";
+  } catch (const LogoLibraryError& e) {
+    EXPECT_NE(std::string(e.what()).find("too few features"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(lib.size(), 0);
+  EXPECT_TRUE(LogoLibrary::Open(dir.File("lib.db")).List().empty());
+}
+
+TEST(LogoLibrary, RefusesCorruptAndForeignFiles) {
+  TempDir dir;
+  {
+    std::ofstream f(dir.File("garbage.db"), std::ios::binary);
+    for (int i = 0; i < 4096; ++i) f.put(static_cast<char>((i * 131) & 0xff));
+  }
+  EXPECT_THROW(LogoLibrary::Open(dir.File("garbage.db")), LogoLibraryError);
+  EXPECT_THROW(LogoLibrary::Open(dir.File("does-not-exist.db")), LogoLibraryError);
+
+  // A valid SQLite database that is not a logo library.
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(dir.File("foreign.db").c_str(), &raw), SQLITE_OK);
+  sqlite3_exec(raw, "CREATE TABLE logos(id INTEGER, name TEXT)", nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
+  try {
+    LogoLibrary::Open(dir.File("foreign.db"));
+    FAIL() << "a foreign database was accepted";
+  } catch (const LogoLibraryError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a featmatch logo library"), std::string::npos);
+  }
+}
+
+TEST(LogoLibrary, RefusesDamagedFeaturesAndNewerSchema) {
+  REQUIRE_SAMPLES();
+  TempDir dir;
+  const std::string db = dir.File("lib.db");
+  LogoLibrary::Create(db).AddFile(test::Sample("box.png"));
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
+  // Flip bytes in the middle of the stored features: the checksum must catch it.
+  ASSERT_EQ(sqlite3_exec(raw,
+                         "UPDATE logos SET features = substr(features, 1, 200) || "
+                         "x'DEADBEEF' || substr(features, 205)",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  EXPECT_THROW(LogoLibrary::Open(db), LogoLibraryError);
+
+  const std::string db2 = dir.File("newer.db");
+  LogoLibrary::Create(db2);
+  ASSERT_EQ(sqlite3_open(db2.c_str(), &raw), SQLITE_OK);
+  sqlite3_exec(raw, "UPDATE meta SET value = '99' WHERE key = 'schema_version'", nullptr, nullptr,
+               nullptr);
+  sqlite3_close(raw);
+  try {
+    LogoLibrary::Open(db2);
+    FAIL() << "a newer schema was accepted";
+  } catch (const LogoLibraryError& e) {
+    EXPECT_NE(std::string(e.what()).find("version 99"), std::string::npos) << e.what();
+  }
+}
+
+// Queries against a library of every evaluation logo, built once.
+class LogoQueryTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!test::HaveSamples()) return;
+    dir_ = new TempDir();
+    logos_ = new std::vector<EvalLogo>(MakeEvalLogos(test::SampleDir()));
+    backgrounds_ = new std::vector<std::pair<std::string, cv::Mat>>(
+        LoadEvalBackgrounds(test::SampleDir()));
+    lib_ = new LogoLibrary(LogoLibrary::Create(dir_->File("eval.db")));
+    for (const auto& l : *logos_) lib_->Add(l.name, l.image, l.origin);
+  }
+  static void TearDownTestSuite() {
+    delete lib_;
+    delete backgrounds_;
+    delete logos_;
+    delete dir_;
+  }
+  void SetUp() override { REQUIRE_SAMPLES(); }
+
+  static const EvalLogo* Logo(const std::string& name) {
+    for (const auto& l : *logos_)
+      if (l.name == name) return &l;
+    return nullptr;
+  }
+  static LogoEvalOptions SceneOptions() {
+    LogoEvalOptions o;
+    o.min_logo_width = 120;
+    o.max_logo_width = 200;
+    o.max_rotation_deg = 30;
+    o.occlusion_probability = 0;
+    return o;
+  }
+  // The detection of `truth`, or null.
+  static const LogoDetection* Find(const LogoQueryResult& r, const EvalInstance& truth) {
+    for (const auto& d : r.detections)
+      if (d.name == truth.name && QuadOverlap(d.quad, truth.quad) >= 0.5) return &d;
+    return nullptr;
+  }
+
+  static inline TempDir* dir_ = nullptr;
+  static inline std::vector<EvalLogo>* logos_ = nullptr;
+  static inline std::vector<std::pair<std::string, cv::Mat>>* backgrounds_ = nullptr;
+  static inline LogoLibrary* lib_ = nullptr;
+};
+
+TEST_F(LogoQueryTest, FindsTheLogoOfAGeneratedScene) {
+  cv::RNG rng(7);
+  const EvalScene s =
+      MakeEvalScene({Logo("box")}, (*backgrounds_)[0], false, false, rng, SceneOptions());
+  ASSERT_EQ(s.truth.size(), 1u);
+  const LogoQueryResult r = lib_->QueryImage(s.image);
+  ASSERT_FALSE(r.detections.empty()) << "no logo found";
+  const LogoDetection& top = r.detections[0];
+  EXPECT_EQ(top.name, "box");
+  EXPECT_LT(QuadCornerError(top.quad, s.truth[0].quad), 5.0);
+  EXPECT_GE(top.inliers, 10);
+  EXPECT_GT(top.confidence, 0.9);
+  EXPECT_EQ(static_cast<int>(top.matches.size()), top.inliers);
+  EXPECT_EQ(r.library_descriptors, lib_->num_descriptors());
+}
+
+TEST_F(LogoQueryTest, FindsTwoLogosInOneScene) {
+  cv::RNG rng(11);
+  const EvalScene s = MakeEvalScene({Logo("opencv"), Logo("graffiti")}, (*backgrounds_)[1], false,
+                                    false, rng, SceneOptions());
+  ASSERT_EQ(s.truth.size(), 2u);
+  const LogoQueryResult r = lib_->QueryImage(s.image);
+  for (const auto& t : s.truth) EXPECT_NE(Find(r, t), nullptr) << t.name << " not found";
+  EXPECT_EQ(r.detections.size(), 2u);
+}
+
+TEST_F(LogoQueryTest, FindsTwoInstancesOfOneLogo) {
+  cv::RNG rng(5);
+  const EvalScene s =
+      MakeEvalScene({Logo("baboon")}, (*backgrounds_)[2], true, false, rng, SceneOptions());
+  ASSERT_EQ(s.truth.size(), 2u);
+  const LogoQueryResult r = lib_->QueryImage(s.image);
+  for (const auto& t : s.truth) EXPECT_NE(Find(r, t), nullptr) << "an instance was missed";
+  EXPECT_EQ(r.detections.size(), 2u);
+}
+
+TEST_F(LogoQueryTest, NegativeSceneHasNoDetection) {
+  for (int i = 0; i < 3; ++i) {
+    cv::RNG rng(100 + i);
+    const EvalScene s =
+        MakeEvalScene({}, (*backgrounds_)[static_cast<std::size_t>(i)], false, false, rng,
+                      SceneOptions());
+    const LogoQueryResult r = lib_->QueryImage(s.image);
+    EXPECT_TRUE(r.detections.empty())
+        << s.background << ": false detection of " << r.detections[0].name << " with "
+        << r.detections[0].inliers << " inliers, confidence " << r.detections[0].confidence;
+  }
+}
+
+TEST_F(LogoQueryTest, RejectsMismatchedDescriptorsAndBadOptions) {
+  core::Features f;
+  f.keypoints.resize(3);
+  f.descriptors = core::DescriptorMatrix(core::DescriptorType::kFloat32, 3, 128);
+  EXPECT_THROW(lib_->Query(f), LogoLibraryError);
+  LogoQueryOptions o;
+  o.k = 1;
+  EXPECT_THROW(lib_->Query(f, o), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace fm::matcher
