@@ -4,9 +4,9 @@
 // k-th distance within a corpus sample, an upper bound of its true k-th distance). Only rows at
 // or under the threshold leave the kernel, as (distance, index) keys; a segmented sort of those
 // few keys gives the exact top-k. The distance matrix never exists.
-#include <cub/device/device_segmented_sort.cuh>
-
+#include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 
 #include "cuda_check.cuh"
@@ -56,35 +56,33 @@ __device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], const void* smem_ro
                : "r"(a));
 }
 
-constexpr int kStageSlots = 16;  // per-query candidate slots staged in shared memory
-
 // Scores the CTA's 128 queries against corpus blocks blockIdx.y, +ysplit, ... of the (strided)
-// corpus. Candidates are staged per query row in shared memory (shared atomics, no global round
-// trip in the inner loop) and flushed to global memory with one atomic per row when half full.
+// corpus. Each CTA owns, per query, a private slice of `per` candidate slots (no global atomics):
+// a shared-memory counter per query row hands out the slots, the count is written at the end.
 template <int KD>
 __global__ void __launch_bounds__(kThreads, 2)
     FusedFilterKernel(const int8_t* __restrict__ queries, const RowStats* __restrict__ qstats,
                       int64_t nq, const int8_t* __restrict__ corpus,
                       const RowStats* __restrict__ cstats, int64_t n, int64_t row_stride,
                       int dim, MetricCode metric, const float* __restrict__ thresholds,
-                      uint64_t* __restrict__ keys, int32_t* __restrict__ counts,
-                      int64_t capacity, int64_t nblocks, int ysplit) {
+                      uint64_t* __restrict__ keys, int32_t* __restrict__ counts, int per,
+                      int64_t nblocks, int ysplit) {
   constexpr int kDp = KD * 32;
   constexpr int kLd = kDp + 16;  // padded smem row: conflict-free fragment loads
   constexpr int kChunks = kDp / 16;
   extern __shared__ __align__(16) unsigned char smem[];
   int8_t* a_s = reinterpret_cast<int8_t*>(smem);
   int8_t* b_s = a_s + kBlockRows * kLd;
-  int* bt_s = reinterpret_cast<int*>(b_s + 2 * kBlockRows * kLd);   // [2][128] corpus terms
-  int* cnt_s = bt_s + 2 * kBlockRows;                                 // [128] staged counts
-  int* qterm_s = cnt_s + kBlockRows;                                  // [128] query terms
-  uint64_t* stage_s = reinterpret_cast<uint64_t*>(qterm_s + kBlockRows);  // [128][slots]
+  RowStats* st_s = reinterpret_cast<RowStats*>(b_s + 2 * kBlockRows * kLd);  // [2][128]
+  int* cnt_s = reinterpret_cast<int*>(st_s + 2 * kBlockRows);                 // [128]
+  int* qterm_s = cnt_s + kBlockRows;                                          // [128]
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
   const int wm = warp & 3, wn = warp >> 2;
   const int64_t q0 = static_cast<int64_t>(blockIdx.x) * kBlockRows;
-  const int alpha = metric == MetricCode::kL2 ? -2 : -1;
+  const bool l2 = metric == MetricCode::kL2;
+  const int alpha = l2 ? -2 : -1;
 
   for (int i = tid; i < kBlockRows * kChunks; i += kThreads) {
     const int r = i / kChunks, ch = i % kChunks;
@@ -124,23 +122,13 @@ __global__ void __launch_bounds__(kThreads, 2)
       CpAsync16(dst + r * kLd + ch * 16, corpus + (ok ? row * row_stride : 0) * kDp + ch * 16,
                 ok ? 16 : 0);
     }
-    CpAsyncCommit();
-  };
-
-  // Flush of staged candidates: lanes 0..15 of each warp own 16 rows.
-  auto flush = [&](bool all) {
-    if (lane < 16) {
-      const int row = warp * 16 + lane;
-      const int c = cnt_s[row];
-      const int staged = c < kStageSlots ? c : kStageSlots;
-      if (staged > 0 && (all || c >= kStageSlots / 2)) {
-        const int64_t q = q0 + row;
-        const int base = atomicAdd(counts + q, staged);
-        for (int j = 0; j < staged; ++j)
-          if (base + j < capacity) keys[q * capacity + base + j] = stage_s[row * kStageSlots + j];
-        cnt_s[row] = 0;
-      }
+    if (tid < kBlockRows) {
+      const int64_t row = c0 + tid;
+      const bool ok = row < n;
+      CpAsync16(st_s + stage * kBlockRows + tid, cstats + (ok ? row * row_stride : 0),
+                ok ? 16 : 0);
     }
+    CpAsyncCommit();
   };
 
   int64_t blk = blockIdx.y;
@@ -148,11 +136,6 @@ __global__ void __launch_bounds__(kThreads, 2)
   if (blk < nblocks) load_b(blk, 0);
   for (; blk < nblocks; blk += ysplit) {
     const int64_t next = blk + ysplit;
-    if (tid < kBlockRows) {
-      const int64_t c = blk * kBlockRows + tid;
-      bt_s[stage * kBlockRows + tid] = c < n ? CorpusTerm(cstats[c * row_stride], metric)
-                                             : (1 << 30);
-    }
     if (next < nblocks) {
       load_b(next, stage ^ 1);
       CpAsyncWait<1>();
@@ -192,89 +175,73 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
 
-    const int* bt = bt_s + stage * kBlockRows;
+    const RowStats* cs = st_s + stage * kBlockRows;
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const int cl = wn * 64 + nt * 8 + 2 * t + j;
-        const int cterm = bt[cl];
+        const RowStats st = cs[cl];
+        const int cterm = l2 ? __float2int_rn(st.x) : -128 * __float2int_rn(st.y);
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           const int v = cterm + alpha * acc[i >> 1][nt][(i & 1) * 2 + j];
           if (v <= qlim[i]) {
-            const int row = wm * 32 + (i >> 1) * 16 + (i & 1) * 8 + g;
             const int64_t c = blk * kBlockRows + cl;
-            const int d = v + qterm_s[row];
-            const uint64_t key = (static_cast<uint64_t>(OrderedBits(static_cast<float>(d))) << 32) |
-                                 static_cast<uint32_t>(c);
-            const int pos = atomicAdd(cnt_s + row, 1);
-            if (pos < kStageSlots) {
-              stage_s[row * kStageSlots + pos] = key;
-            } else {  // staging full: straight to global memory (rare)
-              const int64_t q = q0 + row;
-              const int gp = atomicAdd(counts + q, 1);
-              if (gp < capacity) keys[q * capacity + gp] = key;
+            const int row = wm * 32 + (i >> 1) * 16 + (i & 1) * 8 + g;
+            if (c < n) {
+              const int d = v + qterm_s[row];
+              const int pos = atomicAdd(cnt_s + row, 1);
+              if (pos < per)
+                keys[((q0 + row) * ysplit + blockIdx.y) * per + pos] =
+                    (static_cast<uint64_t>(OrderedBits(static_cast<float>(d))) << 32) |
+                    static_cast<uint32_t>(c);
             }
           }
         }
       }
     }
     __syncthreads();
-    flush(false);
-    __syncthreads();
     stage ^= 1;
   }
   __syncthreads();
-  flush(true);
+  if (tid < kBlockRows && q0 + tid < nq) counts[(q0 + tid) * ysplit + blockIdx.y] = cnt_s[tid];
 }
 
-__global__ void SegmentsKernel(const int32_t* counts, int64_t nq, int64_t capacity, int* begin,
-                               int* end, int32_t* overflow, int64_t* total) {
-  const int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (q >= nq) return;
-  const int c = counts[q];
-  if (c > capacity) atomicExch(overflow, 1);
-  const int cnt = c < capacity ? c : static_cast<int>(capacity);
-  begin[q] = static_cast<int>(q * capacity);
-  end[q] = static_cast<int>(q * capacity + cnt);
-  atomicAdd(reinterpret_cast<unsigned long long*>(total), static_cast<unsigned long long>(cnt));
-}
-
-__global__ void GatherKernel(const uint64_t* sorted, const int32_t* counts, int64_t nq,
-                             int64_t capacity, int64_t k, float* out_vals, int64_t* out_idx) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= nq * k) return;
-  const int64_t q = i / k, j = i % k;
-  const int64_t cnt = counts[q] < capacity ? counts[q] : capacity;
-  if (j < cnt) {
-    const uint64_t key = sorted[q * capacity + j];
-    out_vals[i] = FromOrderedBits(static_cast<uint32_t>(key >> 32));
-    out_idx[i] = static_cast<int64_t>(key & 0xffffffffu);
-  } else {
-    out_vals[i] = INFINITY;
-    out_idx[i] = -1;
-  }
-}
-
-// One block per query: its candidates (at most `capacity`, a power of two <= 16384) padded to a
-// power of two with the largest key, bitonic-sorted in shared memory, the first k written out.
-__global__ void SortSelectKernel(const uint64_t* __restrict__ keys,
-                                 const int32_t* __restrict__ counts, int64_t capacity, int64_t k,
-                                 float* __restrict__ out_vals, int64_t* __restrict__ out_idx,
-                                 int32_t* overflow, int64_t* total) {
+// One block per query: its candidates from the ysplit slices (placed in any order through a
+// shared counter) padded to a power of two with the largest key, bitonic-sorted in shared
+// memory, the first k written out. Sets flags[0] when a slice or the block overflowed.
+__global__ void SelectCandidatesKernel(const uint64_t* __restrict__ keys,
+                                       const int32_t* __restrict__ counts, int ysplit, int per,
+                                       int max_keys, int64_t k, float* __restrict__ out_vals,
+                                       int64_t* __restrict__ out_idx, int32_t* flags,
+                                       int64_t* total) {
   extern __shared__ uint64_t skeys[];
+  __shared__ int total_s;
   const int64_t q = blockIdx.x;
-  const int c = counts[q];
-  const int cnt = c < capacity ? c : static_cast<int>(capacity);
-  if (threadIdx.x == 0) {
-    if (c > capacity) atomicExch(overflow, 1);
-    atomicAdd(reinterpret_cast<unsigned long long*>(total), static_cast<unsigned long long>(cnt));
+  if (threadIdx.x == 0) total_s = 0;
+  __syncthreads();
+  for (int sl = threadIdx.x; sl < ysplit; sl += blockDim.x) {
+    int c = counts[q * ysplit + sl];
+    if (c > per) {
+      atomicExch(flags, 1);
+      c = per;
+    }
+    if (c == 0) continue;
+    const int base = atomicAdd(&total_s, c);
+    const uint64_t* src = keys + (q * ysplit + sl) * per;
+    for (int j = 0; j < c && base + j < max_keys; ++j) skeys[base + j] = src[j];
   }
+  __syncthreads();
+  const int tot = total_s;
+  if (threadIdx.x == 0) {
+    if (tot > max_keys) atomicExch(flags, 1);
+    atomicAdd(reinterpret_cast<unsigned long long*>(total), static_cast<unsigned long long>(tot));
+  }
+  const int cnt = tot < max_keys ? tot : max_keys;
   int n2 = 2;
   while (n2 < cnt) n2 <<= 1;
-  const uint64_t* src = keys + q * capacity;
-  for (int i = threadIdx.x; i < n2; i += blockDim.x) skeys[i] = i < cnt ? src[i] : ~0ull;
+  for (int i = cnt + threadIdx.x; i < n2; i += blockDim.x) skeys[i] = ~0ull;
   __syncthreads();
   for (int size = 2; size <= n2; size <<= 1) {
     for (int stride = size >> 1; stride > 0; stride >>= 1) {
@@ -303,17 +270,16 @@ __global__ void SortSelectKernel(const uint64_t* __restrict__ keys,
   }
 }
 
-constexpr int64_t kBitonicMax = 16384;
+constexpr int64_t kMaxKeys = 16384;
 
 template <int KD>
 void LaunchFusedKd(const int8_t* queries, const RowStats* qstats, int64_t nq,
                    const int8_t* corpus, const RowStats* cstats, int64_t n, int64_t row_stride,
-                   int32_t dim,
-                   MetricCode metric, const float* thresholds, uint64_t* keys, int32_t* counts,
-                   int64_t capacity, int num_sms, cudaStream_t stream) {
+                   int32_t dim, MetricCode metric, const float* thresholds, uint64_t* keys,
+                   int32_t* counts, const FusedPlan& plan, cudaStream_t stream) {
   constexpr int kLd = KD * 32 + 16;
-  const std::size_t smem = 3 * kBlockRows * kLd + 4 * kBlockRows * sizeof(int) +
-                           kBlockRows * kStageSlots * sizeof(uint64_t);
+  const std::size_t smem = 3 * kBlockRows * kLd + 2 * kBlockRows * sizeof(RowStats) +
+                           2 * kBlockRows * sizeof(int);
   static bool attr_set = false;
   if (!attr_set) {
     FM_CUDA_CHECK(cudaFuncSetAttribute(FusedFilterKernel<KD>,
@@ -323,56 +289,66 @@ void LaunchFusedKd(const int8_t* queries, const RowStats* qstats, int64_t nq,
   }
   const int64_t qblocks = (nq + kBlockRows - 1) / kBlockRows;
   const int64_t nblocks = (n + kBlockRows - 1) / kBlockRows;
-  // Enough CTAs for several waves over the SMs, each looping over a strided set of corpus
-  // blocks with its query block resident in shared memory.
-  const int64_t target = static_cast<int64_t>(num_sms) * 8;
-  int64_t ysplit = (target + qblocks - 1) / qblocks;
-  if (ysplit > nblocks) ysplit = nblocks;
-  if (ysplit > 65535) ysplit = 65535;
-  if (ysplit < 1) ysplit = 1;
-  for (int64_t b0 = 0; b0 < qblocks; b0 += (1LL << 30)) {
-    const int64_t bn = qblocks - b0 < (1LL << 30) ? qblocks - b0 : (1LL << 30);
-    const int64_t qoff = b0 * kBlockRows;
-    dim3 grid(static_cast<unsigned>(bn), static_cast<unsigned>(ysplit));
-    FusedFilterKernel<KD><<<grid, kThreads, smem, stream>>>(
-        queries + qoff * KD * 32, qstats + qoff, nq - qoff, corpus, cstats, n, row_stride, dim,
-        metric,
-        thresholds + qoff, keys + qoff * capacity, counts + qoff, capacity, nblocks,
-        static_cast<int>(ysplit));
-    FM_CUDA_CHECK_LAUNCH();
-  }
+  dim3 grid(static_cast<unsigned>(qblocks), static_cast<unsigned>(plan.ysplit));
+  FusedFilterKernel<KD><<<grid, kThreads, smem, stream>>>(
+      queries, qstats, nq, corpus, cstats, n, row_stride, dim, metric, thresholds, keys, counts,
+      static_cast<int>(plan.per), nblocks, static_cast<int>(plan.ysplit));
+  FM_CUDA_CHECK_LAUNCH();
 }
-
-std::size_t CubTempBytes(int64_t nq, int64_t capacity) {
-  std::size_t bytes = 0;
-  FM_CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(
-      nullptr, bytes, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
-      static_cast<int>(nq * capacity), static_cast<int>(nq), static_cast<const int*>(nullptr),
-      static_cast<const int*>(nullptr)));
-  return bytes;
-}
-
-std::size_t AlignUp(std::size_t v) { return (v + 255) / 256 * 256; }
 
 }  // namespace
+
+FusedPlan PlanFused(int64_t nq, int64_t n, double expected_per_query, int num_sms) {
+  FusedPlan p;
+  const int64_t qblocks = (nq + kBlockRows - 1) / kBlockRows;
+  const int64_t nblocks = std::max<int64_t>(1, (n + kBlockRows - 1) / kBlockRows);
+  const int64_t slots = 2 * static_cast<int64_t>(num_sms);  // resident CTAs
+  // Split of the corpus blocks: the fewest slices whose wave count x blocks per slice is
+  // within 3 % of the best (balanced waves, small per-query slice tables).
+  auto cost = [&](int64_t ys) {
+    const int64_t waves = (qblocks * ys + slots - 1) / slots;
+    return static_cast<double>(waves) * static_cast<double>((nblocks + ys - 1) / ys);
+  };
+  const int64_t max_ys = std::min<int64_t>({nblocks, 2048, 65535});
+  double best = 1e300;
+  for (int64_t ys = 1; ys <= max_ys; ++ys) best = std::min(best, cost(ys));
+  p.ysplit = 1;
+  for (int64_t ys = 1; ys <= max_ys; ++ys)
+    if (cost(ys) <= best * 1.03) {
+      p.ysplit = ys;
+      break;
+    }
+  const double lambda = expected_per_query / static_cast<double>(p.ysplit);
+  p.per = (static_cast<int64_t>(lambda + 6.0 * std::sqrt(lambda) + 12.0) + 3) / 4 * 4;
+  if (p.per * p.ysplit > kMaxKeys) p.per = std::max<int64_t>(1, kMaxKeys / p.ysplit);
+  int64_t mk = 2;
+  while (mk < p.per * p.ysplit) mk <<= 1;
+  p.max_keys = std::min(mk, kMaxKeys);
+  return p;
+}
 
 void LaunchFusedFilterInt8(const int8_t* queries, const RowStats* qstats, int64_t nq,
                            const int8_t* corpus, const RowStats* cstats, int64_t n,
                            int64_t row_stride, int32_t padded_dim, int32_t dim, MetricCode metric,
                            const float* thresholds, uint64_t* keys, int32_t* counts,
-                           int64_t capacity, int num_sms, cudaStream_t stream) {
+                           const FusedPlan& plan, cudaStream_t stream) {
+  if (nq <= 0) return;
+  if (static_cast<uint64_t>(n) >= (uint64_t{1} << 32))
+    throw GpuError("fused int8 kernel: corpus has 2^32 rows or more");
+  if ((nq + kBlockRows - 1) / kBlockRows > 0x7fffffff)
+    throw GpuError("fused int8 kernel: too many queries in one launch");
   switch (padded_dim) {
     case 64:
-      LaunchFusedKd<2>(queries, qstats, nq, corpus, cstats, n, row_stride, dim, metric, thresholds, keys,
-                       counts, capacity, num_sms, stream);
+      LaunchFusedKd<2>(queries, qstats, nq, corpus, cstats, n, row_stride, dim, metric,
+                       thresholds, keys, counts, plan, stream);
       break;
     case 128:
-      LaunchFusedKd<4>(queries, qstats, nq, corpus, cstats, n, row_stride, dim, metric, thresholds, keys,
-                       counts, capacity, num_sms, stream);
+      LaunchFusedKd<4>(queries, qstats, nq, corpus, cstats, n, row_stride, dim, metric,
+                       thresholds, keys, counts, plan, stream);
       break;
     case 256:
-      LaunchFusedKd<8>(queries, qstats, nq, corpus, cstats, n, row_stride, dim, metric, thresholds, keys,
-                       counts, capacity, num_sms, stream);
+      LaunchFusedKd<8>(queries, qstats, nq, corpus, cstats, n, row_stride, dim, metric,
+                       thresholds, keys, counts, plan, stream);
       break;
     default:
       throw GpuError("fused int8 kernel: padded dimension " + std::to_string(padded_dim) +
@@ -380,50 +356,27 @@ void LaunchFusedFilterInt8(const int8_t* queries, const RowStats* qstats, int64_
   }
 }
 
-std::size_t FinalizeTempBytes(int64_t nq, int64_t capacity) {
-  if (capacity <= kBitonicMax && (capacity & (capacity - 1)) == 0) return 0;
-  return AlignUp(CubTempBytes(nq, capacity)) + 2 * AlignUp(static_cast<std::size_t>(nq) * 4);
-}
-
-void LaunchFinalizeCandidates(uint64_t* keys, uint64_t* keys_alt, const int32_t* counts,
-                              int64_t nq, int64_t capacity, int64_t k, float* out_vals,
-                              int64_t* out_idx, int32_t* overflow, int64_t* total, void* temp,
-                              std::size_t temp_bytes, cudaStream_t stream) {
+void LaunchSelectCandidates(const uint64_t* keys, const int32_t* counts, int64_t nq,
+                            const FusedPlan& plan, int64_t k, float* out_vals, int64_t* out_idx,
+                            int32_t* flags, int64_t* total, cudaStream_t stream) {
   if (nq <= 0) return;
-  if (capacity <= kBitonicMax && (capacity & (capacity - 1)) == 0) {
-    static bool attr_set = false;
-    if (!attr_set) {
-      FM_CUDA_CHECK(cudaFuncSetAttribute(SortSelectKernel,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(kBitonicMax * sizeof(uint64_t))));
-      attr_set = true;
-    }
-    const int block = capacity >= 4096 ? 512 : 256;
-    for (int64_t q0 = 0; q0 < nq; q0 += (1LL << 30)) {
-      const int64_t qn = nq - q0 < (1LL << 30) ? nq - q0 : (1LL << 30);
-      SortSelectKernel<<<static_cast<unsigned>(qn), block, capacity * sizeof(uint64_t), stream>>>(
-          keys + q0 * capacity, counts + q0, capacity, k, out_vals + q0 * k, out_idx + q0 * k,
-          overflow, total);
-      FM_CUDA_CHECK_LAUNCH();
-    }
-    return;
+  static bool attr_set = false;
+  if (!attr_set) {
+    FM_CUDA_CHECK(cudaFuncSetAttribute(SelectCandidatesKernel,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(kMaxKeys * sizeof(uint64_t))));
+    attr_set = true;
   }
-  std::size_t cub_bytes = CubTempBytes(nq, capacity);
-  char* base = static_cast<char*>(temp);
-  int* begin = reinterpret_cast<int*>(base + AlignUp(cub_bytes));
-  int* end = reinterpret_cast<int*>(base + AlignUp(cub_bytes) + AlignUp(nq * 4));
-  if (temp_bytes < FinalizeTempBytes(nq, capacity)) throw GpuError("finalize: scratch too small");
-  (void)keys_alt;
-  SegmentsKernel<<<static_cast<unsigned>((nq + 255) / 256), 256, 0, stream>>>(
-      counts, nq, capacity, begin, end, overflow, total);
-  FM_CUDA_CHECK_LAUNCH();
-  FM_CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(
-      temp, cub_bytes, keys, keys_alt, static_cast<int>(nq * capacity), static_cast<int>(nq),
-      begin, end, stream));
-  const int64_t total_out = nq * k;
-  GatherKernel<<<static_cast<unsigned>((total_out + 255) / 256), 256, 0, stream>>>(
-      keys_alt, counts, nq, capacity, k, out_vals, out_idx);
-  FM_CUDA_CHECK_LAUNCH();
+  const int block = plan.max_keys >= 4096 ? 512 : 256;
+  for (int64_t q0 = 0; q0 < nq; q0 += (1LL << 30)) {
+    const int64_t qn = nq - q0 < (1LL << 30) ? nq - q0 : (1LL << 30);
+    SelectCandidatesKernel<<<static_cast<unsigned>(qn), block,
+                             plan.max_keys * sizeof(uint64_t), stream>>>(
+        keys + q0 * plan.ysplit * plan.per, counts + q0 * plan.ysplit,
+        static_cast<int>(plan.ysplit), static_cast<int>(plan.per),
+        static_cast<int>(plan.max_keys), k, out_vals + q0 * k, out_idx + q0 * k, flags, total);
+    FM_CUDA_CHECK_LAUNCH();
+  }
 }
 
 }  // namespace fm::gpu::detail

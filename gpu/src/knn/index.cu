@@ -186,8 +186,8 @@ struct Index::Impl {
   DeviceBuffer<RowStats> s_qst;
   DeviceBuffer<float> s_ov, s_gv, s_tile[2], s_tv[2], s_thr;
   DeviceBuffer<int64_t> s_oi, s_gi, s_ti[2], s_total;
-  DeviceBuffer<uint64_t> s_keys, s_keys_alt;
-  DeviceBuffer<int32_t> s_counts;
+  DeviceBuffer<uint64_t> s_keys;
+  DeviceBuffer<int32_t> s_counts, s_flags;
   std::vector<DeviceBuffer<uint8_t>> s_ring;
   std::vector<DeviceBuffer<RowStats>> s_ring_st;
 
@@ -484,14 +484,6 @@ struct Index::Impl {
     cudaStream_t ms = main();
     constexpr int64_t kFactor = 8;
     const std::size_t avail = FreeForScratch(nq, k);
-    // Expected survivors per level: kFactor * k; the buffers hold 4x that.
-    int64_t cap = std::clamp<int64_t>(NextPow2(4 * kFactor * k), 256, 16384);
-    while (cap > 2 * k && (static_cast<std::size_t>(nq) * cap * 8 > avail / 2 ||
-                           nq * cap >= (int64_t{1} << 31)))
-      cap /= 2;
-    if (static_cast<std::size_t>(nq) * cap * 8 > avail / 2 || nq * cap >= (int64_t{1} << 31))
-      return false;
-    if (opt.fused_candidates > 0) cap = opt.fused_candidates;  // testing knob: forces overflow
     // Strides: the coarsest sample has at most max(2048, 8k) rows (or is the first level whose
     // GEMM tile stays small).
     std::vector<int64_t> strides = {1};
@@ -529,38 +521,45 @@ struct Index::Impl {
       }
       detail::LaunchKthColumn(lv.data(), k, nq, thr.data(), ms);
     }
-    // 2. Finer levels with the fused kernel, the last over the whole corpus.
+    // 2. Finer levels with the fused kernel, the last over the whole corpus. About kFactor * k
+    // candidates per query pass each level (more where a knob shrinks the buffers).
     DeviceBuffer<uint64_t>& keys = s_keys;
-    DeviceBuffer<uint64_t>& keys_alt = s_keys_alt;
     DeviceBuffer<int32_t>& counts = s_counts;
     DeviceBuffer<int64_t>& total = s_total;
-    DeviceBuffer<uint8_t>& temp = s_temp;
-    const std::size_t temp_bytes = detail::FinalizeTempBytes(nq, cap);
-    keys.Resize(static_cast<std::size_t>(nq) * cap);
-    if (temp_bytes > 0) keys_alt.Resize(static_cast<std::size_t>(nq) * cap);  // CUB sort only
-    counts.Resize(static_cast<std::size_t>(nq) + 2);
+    DeviceBuffer<int32_t>& flags = s_flags;
+    flags.Resize(2);
     total.Resize(1);
-    temp.Resize(std::max<std::size_t>(temp_bytes, 1));
-    int32_t* overflow = counts.data() + nq;
+    FM_CUDA_CHECK(cudaMemsetAsync(flags.data(), 0, 2 * sizeof(int32_t), ms));
     for (int level = static_cast<int>(strides.size()) - 2; level >= 0; --level) {
       const int64_t st = strides[level];
       const int64_t rows = (n - 1) / st + 1;
       const bool last = level == 0;
-      FM_CUDA_CHECK(cudaMemsetAsync(counts.data(), 0, (nq + 2) * sizeof(int32_t), ms));
+      detail::FusedPlan plan =
+          detail::PlanFused(nq, rows, static_cast<double>(kFactor * k), num_sms);
+      if (opt.fused_candidates > 0) {  // testing knob: tiny slices force overflows
+        plan.per = std::max<int64_t>(1, opt.fused_candidates / plan.ysplit);
+      }
+      const std::size_t nkeys = static_cast<std::size_t>(nq) * plan.ysplit * plan.per;
+      if (nkeys * sizeof(uint64_t) > avail / 2) return false;
+      keys.Resize(nkeys);
+      counts.Resize(static_cast<std::size_t>(nq) * plan.ysplit);
+      if (last) FM_CUDA_CHECK(cudaMemsetAsync(flags.data(), 0, 2 * sizeof(int32_t), ms));
       FM_CUDA_CHECK(cudaMemsetAsync(total.data(), 0, sizeof(int64_t), ms));
       t_score.Begin(ms);
       detail::LaunchFusedFilterInt8(reinterpret_cast<const int8_t*>(qop), qst, nq,
                                     reinterpret_cast<const int8_t*>(corpus.data()),
                                     cstats.data(), rows, st, dp, opt.dim, metric, thr.data(),
-                                    keys.data(), counts.data(), cap, num_sms, ms);
+                                    keys.data(), counts.data(), plan, ms);
       t_score.End(ms);
       t_select.Begin(ms);
-      detail::LaunchFinalizeCandidates(keys.data(), keys_alt.data(), counts.data(), nq, cap, k,
-                                       last ? out_v : lv.data(), last ? out_i : li.data(),
-                                       overflow, total.data(), temp.data(), temp_bytes, ms);
+      detail::LaunchSelectCandidates(keys.data(), counts.data(), nq, plan, k,
+                                     last ? out_v : lv.data(), last ? out_i : li.data(),
+                                     flags.data(), total.data(), ms);
       if (!last) detail::LaunchKthColumn(lv.data(), k, nq, thr.data(), ms);
       t_select.End(ms);
+      if (last) stats.tile_cols = plan.ysplit;
     }
+    int32_t* overflow = flags.data();
     int32_t host_overflow = 0;
     int64_t host_total = 0;
     FM_CUDA_CHECK(cudaMemcpyAsync(&host_overflow, overflow, sizeof(int32_t),
@@ -569,8 +568,7 @@ struct Index::Impl {
                                   cudaMemcpyDeviceToHost, ms));
     FM_CUDA_CHECK(cudaStreamSynchronize(ms));
     stats.candidates = host_total;
-    stats.tile_rows = nq;
-    stats.tile_cols = sample;
+    stats.tile_rows = sample;  // fused: rows of the coarsest sample; tile_cols: slices
     stats.query_tiles = 1;
     stats.corpus_tiles = static_cast<int64_t>(strides.size());  // levels
     return host_overflow == 0;

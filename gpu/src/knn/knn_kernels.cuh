@@ -56,27 +56,35 @@ void LaunchDropSelf(const float* in_vals, const int64_t* in_idx, int64_t k, int6
 
 // ---- fused int8 path -----------------------------------------------------------------------
 
-// Scores every query against corpus rows [0, n) with int8 tensor cores and keeps, per query, the
-// rows whose distance is <= thresholds[q] as 64-bit keys (ordered distance bits << 32 | index) in
-// keys[q * capacity + slot]; counts[q] gets the number found (may exceed capacity: overflow).
-// Operands are int8 (shifted), padded_dim a multiple of 32 and <= 256.
-// Corpus row r is stored at row r * row_stride (strided samples); keys carry r.
+// Launch shape of the fused kernel: the corpus blocks are split into `ysplit` slices (one CTA
+// per query block and slice); each CTA keeps up to `per` candidates per query in its own slice
+// of the key buffer (nq * ysplit * per keys, counts nq * ysplit). max_keys: the per-query
+// selection's shared-memory capacity (a power of two).
+struct FusedPlan {
+  int64_t ysplit = 1;
+  int64_t per = 16;
+  int64_t max_keys = 16;
+};
+FusedPlan PlanFused(int64_t nq, int64_t n, double expected_per_query, int num_sms);
+
+// Scores every query against corpus rows r = 0..n-1 (stored at row r * row_stride) with int8
+// tensor cores and keeps the rows whose distance is <= thresholds[q] as 64-bit keys (ordered
+// distance bits << 32 | r). Operands are int8 (shifted), padded_dim 64, 128 or 256.
 void LaunchFusedFilterInt8(const int8_t* queries, const RowStats* qstats, int64_t nq,
                            const int8_t* corpus, const RowStats* cstats, int64_t n,
                            int64_t row_stride, int32_t padded_dim, int32_t dim, MetricCode metric,
                            const float* thresholds, uint64_t* keys, int32_t* counts,
-                           int64_t capacity, int num_sms, cudaStream_t stream);
+                           const FusedPlan& plan, cudaStream_t stream);
+
+// Per query: gathers its candidates, sorts them, writes the first k (distance, index), padding
+// with (+inf, -1). flags[0] is set when any slice or query overflowed; *total gets the number
+// of candidates.
+void LaunchSelectCandidates(const uint64_t* keys, const int32_t* counts, int64_t nq,
+                            const FusedPlan& plan, int64_t k, float* out_vals, int64_t* out_idx,
+                            int32_t* flags, int64_t* total, cudaStream_t stream);
 
 // Strided k-th value: thresholds[q] = vals[q * k + k - 1].
 void LaunchKthColumn(const float* vals, int64_t k, int64_t rows, float* thresholds,
                      cudaStream_t stream);
-
-// Sorts each query's candidate keys and writes the first k as (distance, index). Any count above
-// `capacity` sets *overflow. Uses `temp` (size from FinalizeTempBytes) as CUB scratch.
-std::size_t FinalizeTempBytes(int64_t nq, int64_t capacity);
-void LaunchFinalizeCandidates(uint64_t* keys, uint64_t* keys_alt, const int32_t* counts,
-                              int64_t nq, int64_t capacity, int64_t k, float* out_vals,
-                              int64_t* out_idx, int32_t* overflow, int64_t* total, void* temp,
-                              std::size_t temp_bytes, cudaStream_t stream);
 
 }  // namespace fm::gpu::detail
