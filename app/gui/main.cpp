@@ -25,6 +25,15 @@ int main(int argc, char** argv) {
                                 "and quit",
                                 "DIR");
   parser.addOption(screenshot);
+  QCommandLineOption logo("logo", "with --screenshot: a logo for the Logos view (repeatable)",
+                          "FILE");
+  QCommandLineOption scene(
+      "scene", "with --screenshot: a scene queried in the Logos view (repeatable)", "FILE");
+  QCommandLineOption batch("batch-folder", "with --screenshot: a folder matched in the Batch view",
+                           "DIR");
+  parser.addOption(logo);
+  parser.addOption(scene);
+  parser.addOption(batch);
   parser.process(app);
   const QStringList images = parser.positionalArguments();
 
@@ -44,9 +53,14 @@ int main(int argc, char** argv) {
           code = ok ? 0 : 1;
           app.exit(code);
         });
-    QTimer::singleShot(0, &window, [&] {
-      window.StartScreenshots(parser.value(screenshot), images[0], images[1]);
-    });
+    fm::ui::ScreenshotPlan plan;
+    plan.dir = parser.value(screenshot);
+    plan.image_a = images[0];
+    plan.image_b = images[1];
+    plan.logos = parser.values(logo);
+    plan.scenes = parser.values(scene);
+    plan.batch_folder = parser.value(batch);
+    QTimer::singleShot(0, &window, [&] { window.StartScreenshots(plan); });
     app.exec();
     return code;
   }

@@ -11,9 +11,13 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTableWidget>
+#include <QTemporaryDir>
 #include <QTimer>
 
 #include "fm/matcher/backend.h"
+#include "fm/ui/batch_view.h"
+#include "fm/ui/logo_view.h"
 #include "fm/ui/match_canvas.h"
 #include "fm/ui/match_view.h"
 
@@ -24,12 +28,18 @@ constexpr int kMaxRecent = 10;
 }
 
 MainWindow::MainWindow(QWidget* parent)
-    : QMainWindow(parent), tabs_(new QTabWidget), match_view_(new MatchView) {
+    : QMainWindow(parent),
+      tabs_(new QTabWidget),
+      match_view_(new MatchView),
+      logo_view_(new LogoView),
+      batch_view_(new BatchView(match_view_->options())) {
   setWindowTitle(tr("featmatch"));
   setObjectName("fm_main_window");
   tabs_->setObjectName("fm_tabs");
   tabs_->setDocumentMode(true);
   tabs_->addTab(match_view_, tr("Match"));
+  tabs_->addTab(logo_view_, tr("Logos"));
+  tabs_->addTab(batch_view_, tr("Batch"));
   setCentralWidget(tabs_);
   BuildMenus();
 
@@ -139,25 +149,36 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   event->accept();
 }
 
-void MainWindow::StartScreenshots(const QString& dir, const QString& image_a,
-                                  const QString& image_b) {
-  if (!QDir().mkpath(dir)) {
-    emit screenshotsDone(false, tr("cannot create %1").arg(dir));
+void MainWindow::FailScreenshots(const QString& why) {
+  delete tour_;
+  tour_ = nullptr;
+  emit screenshotsDone(false, why);
+}
+
+void MainWindow::StartScreenshots(const ScreenshotPlan& plan) {
+  if (!QDir().mkpath(plan.dir)) {
+    emit screenshotsDone(false, tr("cannot create %1").arg(plan.dir));
     return;
   }
-  auto* timeout = new QTimer(this);
+  delete tour_;
+  tour_ = new QObject(this);
+  tour_dir_ = plan.dir;
+  auto* timeout = new QTimer(tour_);
   timeout->setSingleShot(true);
-  auto finished = std::make_shared<QMetaObject::Connection>();
-  auto failed = std::make_shared<QMetaObject::Connection>();
-  auto cleanup = [=] {
-    disconnect(*finished);
-    disconnect(*failed);
-    timeout->stop();
-    timeout->deleteLater();
+  connect(timeout, &QTimer::timeout, this,
+          [this] { FailScreenshots(tr("the views did not finish within 300 s")); });
+  timeout->start(300000);
+  auto fail = [this](const QString& title, const QString& text) {
+    FailScreenshots(title + ": " + text);
   };
-  *finished = connect(match_view_, &MatchView::matchFinished, this, [=, this] {
-    cleanup();
-    // Highlight the first inlier so the picture shows what hovering looks like.
+  connect(match_view_, &MatchView::errorShown, tour_, fail);
+  connect(logo_view_, &LogoView::errorShown, tour_, fail);
+  connect(batch_view_, &BatchView::errorShown, tour_, fail);
+
+  auto* step = new QObject(tour_);
+  connect(match_view_, &MatchView::matchFinished, step, [this, step, plan] {
+    delete step;
+    // Select the first inlier so the picture shows a highlighted match.
     if (auto o = match_view_->outcome()) {
       const auto& inl = o->result.verification.inliers;
       for (std::size_t i = 0; i < inl.size(); ++i)
@@ -166,21 +187,54 @@ void MainWindow::StartScreenshots(const QString& dir, const QString& image_a,
           break;
         }
     }
-    QTimer::singleShot(200, this, [this, dir] { GrabViews(dir); });
+    ScreenshotLogos(plan);
   });
-  *failed = connect(match_view_, &MatchView::errorShown, this,
-                    [=, this](const QString& title, const QString& text) {
-                      cleanup();
-                      emit screenshotsDone(false, title + ": " + text);
-                    });
-  connect(timeout, &QTimer::timeout, this, [=, this] {
-    cleanup();
-    emit screenshotsDone(false, tr("matching did not finish within 120 s"));
-  });
-  timeout->start(120000);
   tabs_->setCurrentWidget(match_view_);
-  match_view_->OpenImage(0, image_a);
-  match_view_->OpenImage(1, image_b);
+  match_view_->OpenImage(0, plan.image_a);
+  match_view_->OpenImage(1, plan.image_b);
+}
+
+void MainWindow::ScreenshotLogos(const ScreenshotPlan& plan) {
+  if (plan.logos.isEmpty() || plan.scenes.isEmpty()) return ScreenshotBatch(plan);
+  auto* temp = new QTemporaryDir;
+  connect(tour_, &QObject::destroyed, [temp] { delete temp; });
+  auto* step = new QObject(tour_);
+  connect(logo_view_, &LogoView::libraryOpened, step, [this, step, plan] {
+    delete step;
+    auto* added = new QObject(tour_);
+    connect(logo_view_->controller(), &LogoController::busyChanged, added,
+            [this, added, plan](bool busy) {
+              if (busy) return;
+              delete added;
+              auto* queried = new QObject(tour_);
+              connect(logo_view_, &LogoView::queryFinished, queried, [this, queried, plan] {
+                delete queried;
+                if (logo_view_->results()->rowCount() > 0) logo_view_->results()->selectRow(0);
+                ScreenshotBatch(plan);
+              });
+              logo_view_->Query(plan.scenes);
+            });
+    logo_view_->AddLogos(plan.logos);
+  });
+  logo_view_->OpenLibrary(QDir(temp->path()).filePath("logos.db"), true);
+}
+
+void MainWindow::ScreenshotBatch(const ScreenshotPlan& plan) {
+  if (plan.batch_folder.isEmpty()) {
+    QTimer::singleShot(300, this, [this] { GrabViews(tour_dir_); });
+    return;
+  }
+  auto* temp = new QTemporaryDir;
+  connect(tour_, &QObject::destroyed, [temp] { delete temp; });
+  auto* step = new QObject(tour_);
+  connect(batch_view_, &BatchView::pairsShown, step, [this, step] {
+    delete step;
+    QTimer::singleShot(300, this, [this] { GrabViews(tour_dir_); });
+  });
+  batch_view_->SetFolder(plan.batch_folder);
+  batch_view_->SetDatabase(QDir(temp->path()).filePath("batch.db"));
+  batch_view_->SetPairing({});
+  batch_view_->Run();
 }
 
 void MainWindow::GrabViews(const QString& dir) {
@@ -190,13 +244,12 @@ void MainWindow::GrabViews(const QString& dir) {
     QApplication::processEvents();
     const QString name = tabs_->tabText(i).remove('&').toLower().replace(' ', '_');
     const QString path = QDir(dir).filePath(name + ".png");
-    if (!grab().save(path)) {
-      emit screenshotsDone(false, tr("cannot write %1").arg(path));
-      return;
-    }
+    if (!grab().save(path)) return FailScreenshots(tr("cannot write %1").arg(path));
     written << path;
   }
   tabs_->setCurrentIndex(0);
+  delete tour_;
+  tour_ = nullptr;
   emit screenshotsDone(true, written.join('\n'));
 }
 
