@@ -106,9 +106,10 @@ __global__ void __launch_bounds__(kThreads, 2)
       const long long lim = th >= 1.0e9f ? INT_MAX
                             : th < -1.0e9f ? INT_MIN
                                            : static_cast<long long>(floorf(th)) - qterm;
-      qlim[i] = static_cast<int>(lim > INT_MAX ? INT_MAX : (lim < INT_MIN ? INT_MIN : lim));
+      // Distances stay within +-2^25: clamping keeps the test and the arithmetic below in int.
+      qlim[i] = static_cast<int>(lim > (1 << 28) ? (1 << 28) : (lim < -(1 << 28) ? -(1 << 28) : lim));
     } else {
-      qlim[i] = INT_MIN;
+      qlim[i] = -(1 << 28);
     }
   }
 
@@ -145,13 +146,24 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();
 
     const int8_t* b_tile = b_s + stage * kBlockRows * kLd;
+    const RowStats* cs = st_s + stage * kBlockRows;
+    // The accumulators start at -bound(q, c): after the products, acc >= 0 exactly for the
+    // candidates (cterm + alpha * ip <= qlim  <=>  ip >= bound), so one AND per 8 values finds
+    // whether any of them passed.
     int acc[2][8][4];
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
+    for (int nt = 0; nt < 8; ++nt) {
 #pragma unroll
-      for (int nt = 0; nt < 8; ++nt)
+      for (int j = 0; j < 2; ++j) {
+        const RowStats st = cs[wn * 64 + nt * 8 + 2 * t + j];
+        const int cterm = l2 ? __float2int_rn(st.x) : -128 * __float2int_rn(st.y);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0;
+        for (int i = 0; i < 4; ++i) {
+          const int diff = cterm - qlim[i];
+          acc[i >> 1][nt][(i & 1) * 2 + j] = -(l2 ? (diff + 1) >> 1 : diff);
+        }
+      }
+    }
 
 #pragma unroll 2
     for (int ks = 0; ks < KD; ++ks) {
@@ -175,22 +187,25 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
 
-    const RowStats* cs = st_s + stage * kBlockRows;
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
+      const int any = acc[0][nt][0] & acc[0][nt][1] & acc[0][nt][2] & acc[0][nt][3] &
+                      acc[1][nt][0] & acc[1][nt][1] & acc[1][nt][2] & acc[1][nt][3];
+      if (any >= 0) {
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int cl = wn * 64 + nt * 8 + 2 * t + j;
-        const RowStats st = cs[cl];
-        const int cterm = l2 ? __float2int_rn(st.x) : -128 * __float2int_rn(st.y);
+        for (int j = 0; j < 2; ++j) {
+          const int cl = wn * 64 + nt * 8 + 2 * t + j;
+          const int64_t c = blk * kBlockRows + cl;
+          const RowStats st = cs[cl];
+          const int cterm = l2 ? __float2int_rn(st.x) : -128 * __float2int_rn(st.y);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int v = cterm + alpha * acc[i >> 1][nt][(i & 1) * 2 + j];
-          if (v <= qlim[i]) {
-            const int64_t c = blk * kBlockRows + cl;
-            const int row = wm * 32 + (i >> 1) * 16 + (i & 1) * 8 + g;
-            if (c < n) {
-              const int d = v + qterm_s[row];
+          for (int i = 0; i < 4; ++i) {
+            const int a = acc[i >> 1][nt][(i & 1) * 2 + j];
+            if (a >= 0 && c < n) {
+              const int diff = cterm - qlim[i];
+              const int ip = a + (l2 ? (diff + 1) >> 1 : diff);
+              const int row = wm * 32 + (i >> 1) * 16 + (i & 1) * 8 + g;
+              const int d = qterm_s[row] + cterm + alpha * ip;
               const int pos = atomicAdd(cnt_s + row, 1);
               if (pos < per)
                 keys[((q0 + row) * ysplit + blockIdx.y) * per + pos] =
@@ -221,16 +236,20 @@ __global__ void SelectCandidatesKernel(const uint64_t* __restrict__ keys,
   const int64_t q = blockIdx.x;
   if (threadIdx.x == 0) total_s = 0;
   __syncthreads();
-  for (int sl = threadIdx.x; sl < ysplit; sl += blockDim.x) {
+  // One warp per slice: lane 0 reserves the slice's place, the warp copies it coalesced.
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  for (int sl = warp; sl < ysplit; sl += nwarps) {
     int c = counts[q * ysplit + sl];
     if (c > per) {
-      atomicExch(flags, 1);
+      if (lane == 0) atomicExch(flags, 1);
       c = per;
     }
     if (c == 0) continue;
-    const int base = atomicAdd(&total_s, c);
+    int base = 0;
+    if (lane == 0) base = atomicAdd(&total_s, c);
+    base = __shfl_sync(0xffffffffu, base, 0);
     const uint64_t* src = keys + (q * ysplit + sl) * per;
-    for (int j = 0; j < c && base + j < max_keys; ++j) skeys[base + j] = src[j];
+    for (int j = lane; j < c && base + j < max_keys; j += 32) skeys[base + j] = src[j];
   }
   __syncthreads();
   const int tot = total_s;
