@@ -109,7 +109,7 @@ void LogoController::Post(std::function<void()> fn) {
 template <typename Fn>
 void LogoController::Submit(Fn&& fn) {
   if (outstanding_++ == 0) emit busyChanged(true);
-  QtConcurrent::run(&pool_, [this, state = state_, fn = std::forward<Fn>(fn)]() mutable {
+  pool_.start([this, state = state_, fn = std::forward<Fn>(fn)]() mutable {
     const QString error = Guard([&] { fn(*state); });
     Post([this, error] {
       if (!error.isEmpty()) emit failed(error.section('\n', 0, 0), error.section('\n', 1));

@@ -1,0 +1,115 @@
+// Widget tests of the batch view under the offscreen platform: a folder is matched into a
+// database, the table shows its pairs, a cancelled run resumes, bad input gives a dialog.
+#include <gtest/gtest.h>
+
+#include <QAbstractItemModel>
+#include <QFile>
+#include <QTableView>
+#include <QTemporaryDir>
+
+#include "../matcher/test_images.h"
+#include "fm/matcher/batch.h"
+#include "fm/ui/batch_view.h"
+#include "fm/ui/main_window.h"
+#include "ui_test_util.h"
+
+namespace fm {
+namespace {
+
+using test::App;
+using test::WaitFor;
+
+class BatchViewTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!test::HaveSamples())
+      GTEST_SKIP() << "OpenCV sample images not found in " << test::SampleDir();
+    App();
+    ASSERT_TRUE(dir_.isValid());
+    ASSERT_TRUE(QDir().mkpath(dir_.filePath("images")));
+    for (const char* name : {"box.png", "box_in_scene.png", "graf1.png", "graf3.png"})
+      ASSERT_TRUE(QFile::copy(QString::fromStdString(test::Sample(name)),
+                              dir_.filePath(QString("images/") + name)));
+    window_ = std::make_unique<ui::MainWindow>();
+    window_->show();
+    view_ = window_->batchView();
+    QObject::connect(view_, &ui::BatchView::batchFinished, [this] { ++finished_; });
+    QObject::connect(view_, &ui::BatchView::pairsShown, [this](int) { ++shown_; });
+    QObject::connect(view_, &ui::BatchView::errorShown,
+                     [this](const QString& t, const QString& m) { errors_ << t + ": " + m; });
+    view_->SetFolder(dir_.filePath("images"));
+    view_->SetDatabase(dir_.filePath("pairs.db"));
+    view_->SetPairing({});
+  }
+  void TearDown() override {
+    test::CloseErrorDialogs();
+    window_.reset();
+  }
+  bool WaitRun(int n) {
+    return WaitFor([&] { return finished_ >= n && shown_ >= n && !view_->running(); }, 120000);
+  }
+
+  QTemporaryDir dir_;
+  std::unique_ptr<ui::MainWindow> window_;
+  ui::BatchView* view_ = nullptr;
+  int finished_ = 0, shown_ = 0;
+  QStringList errors_;
+};
+
+TEST_F(BatchViewTest, MatchesAFolderAndShowsThePairs) {
+  view_->Run();
+  ASSERT_TRUE(WaitRun(1)) << errors_.join("\n").toStdString();
+  ASSERT_TRUE(errors_.isEmpty()) << errors_.join("\n").toStdString();
+  EXPECT_EQ(view_->lastSummary().stage, matcher::BatchStage::kDone);
+  EXPECT_EQ(view_->lastSummary().pairs_total, 6);
+  ASSERT_EQ(view_->pairRows(), 6);
+
+  // The table shows what the database holds.
+  const auto pairs = matcher::ReadPairResults(dir_.filePath("pairs.db").toStdString());
+  ASSERT_EQ(pairs.size(), 6u);
+  QAbstractItemModel* model = view_->table()->model();
+  for (int row = 0; row < 6; ++row) {
+    const auto& p = pairs[static_cast<std::size_t>(row)];
+    EXPECT_EQ(model->data(model->index(row, 0)).toString().toStdString(), p.name1);
+    EXPECT_EQ(model->data(model->index(row, 1)).toString().toStdString(), p.name2);
+    EXPECT_EQ(model->data(model->index(row, 2)).toLongLong(), p.matches);
+    EXPECT_EQ(model->data(model->index(row, 3)).toLongLong(), p.inliers);
+  }
+  // graf1/graf3 is a real pair: verified with many inliers.
+  bool graf = false;
+  for (const auto& p : pairs)
+    if (p.name1 == "graf1.png" && p.name2 == "graf3.png") graf = p.verified() && p.inliers > 50;
+  EXPECT_TRUE(graf);
+
+  // Running again resumes: nothing left to match.
+  view_->Run();
+  ASSERT_TRUE(WaitRun(2));
+  EXPECT_EQ(view_->lastSummary().pairs_previous, 6);
+  EXPECT_EQ(view_->lastSummary().pairs_matched, 0);
+  EXPECT_EQ(view_->pairRows(), 6);
+}
+
+TEST_F(BatchViewTest, CancelledRunResumesToTheSameResult) {
+  view_->Run();
+  view_->Cancel();
+  ASSERT_TRUE(WaitRun(1)) << errors_.join("\n").toStdString();
+  const auto stage = view_->lastSummary().stage;
+  EXPECT_TRUE(stage == matcher::BatchStage::kCancelled || stage == matcher::BatchStage::kDone);
+  view_->Run();
+  ASSERT_TRUE(WaitRun(2)) << errors_.join("\n").toStdString();
+  EXPECT_EQ(view_->lastSummary().stage, matcher::BatchStage::kDone);
+  EXPECT_EQ(view_->pairRows(), 6);
+  EXPECT_TRUE(errors_.isEmpty()) << errors_.join("\n").toStdString();
+}
+
+TEST_F(BatchViewTest, MissingFolderGivesADialog) {
+  view_->SetFolder(dir_.filePath("no_such_folder"));
+  view_->Run();
+  ASSERT_TRUE(WaitFor([] { return !test::ErrorDialogs().isEmpty(); }, 20000));
+  EXPECT_FALSE(errors_.isEmpty());
+  EXPECT_TRUE(errors_.join("\n").contains("no_such_folder")) << errors_.join("\n").toStdString();
+  EXPECT_FALSE(view_->running());
+}
+
+}  // namespace
+}  // namespace fm

@@ -1,0 +1,168 @@
+// Widget tests of the logo view under the offscreen platform: a library built from generated
+// logos finds the logo pasted into a generated scene; bad files give dialogs.
+#include <gtest/gtest.h>
+
+#include <QFile>
+#include <QLabel>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <opencv2/imgcodecs.hpp>
+
+#include "../matcher/test_images.h"
+#include "fm/matcher/logo_eval.h"
+#include "fm/ui/logo_view.h"
+#include "fm/ui/main_window.h"
+#include "ui_test_util.h"
+
+namespace fm {
+namespace {
+
+using test::App;
+using test::WaitFor;
+
+class LogoViewTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!test::HaveSamples())
+      GTEST_SKIP() << "OpenCV sample images not found in " << test::SampleDir();
+    App();
+    ASSERT_TRUE(dir_.isValid());
+    window_ = std::make_unique<ui::MainWindow>();
+    window_->resize(1280, 800);
+    window_->show();
+    view_ = window_->logoView();
+    QObject::connect(view_, &ui::LogoView::queryFinished, [this] { ++queries_; });
+    QObject::connect(view_, &ui::LogoView::errorShown,
+                     [this](const QString& t, const QString& m) { errors_ << t + ": " + m; });
+    // Wait for a library reopened from the settings of an earlier test to settle.
+    ASSERT_TRUE(WaitFor([&] { return !view_->controller()->busy(); }));
+  }
+  void TearDown() override {
+    test::CloseErrorDialogs();
+    window_.reset();
+  }
+
+  QString Write(const std::string& name, const cv::Mat& image) {
+    const QString path = dir_.filePath(QString::fromStdString(name) + ".png");
+    EXPECT_TRUE(cv::imwrite(path.toStdString(), image));
+    return path;
+  }
+  bool Idle() {
+    return WaitFor([&] { return !view_->controller()->busy(); });
+  }
+
+  QTemporaryDir dir_;
+  std::unique_ptr<ui::MainWindow> window_;
+  ui::LogoView* view_ = nullptr;
+  int queries_ = 0;
+  QStringList errors_;
+};
+
+TEST_F(LogoViewTest, FindsTheLogoInAGeneratedScene) {
+  const auto logos = matcher::MakeEvalLogos(test::SampleDir());
+  const auto backgrounds = matcher::LoadEvalBackgrounds(test::SampleDir());
+  ASSERT_GE(logos.size(), 3u);
+  ASSERT_FALSE(backgrounds.empty());
+  const matcher::EvalLogo* box = nullptr;
+  for (const auto& l : logos)
+    if (l.name == "box") box = &l;
+  ASSERT_NE(box, nullptr);
+
+  matcher::LogoEvalOptions scene_options;
+  scene_options.min_logo_width = 120;
+  scene_options.max_logo_width = 200;
+  scene_options.max_rotation_deg = 30;
+  scene_options.occlusion_probability = 0;
+  cv::RNG rng(7);
+  const matcher::EvalScene scene =
+      matcher::MakeEvalScene({box}, backgrounds[0], false, false, rng, scene_options);
+  ASSERT_EQ(scene.truth.size(), 1u);
+  const QString scene_path = Write("scene", scene.image);
+  cv::RNG rng_negative(3);
+  const matcher::EvalScene negative =
+      matcher::MakeEvalScene({}, backgrounds[0], false, false, rng_negative, scene_options);
+  const QString negative_path = Write("empty_scene", negative.image);
+
+  // A library of three logos: box and two others.
+  QStringList files;
+  for (const auto& l : logos) {
+    if (files.size() == 3) break;
+    if (&l != box && files.size() == 2) continue;
+    files << Write(l.name, l.image);
+  }
+  if (!files.contains(dir_.filePath("box.png"))) files.back() = Write("box", box->image);
+
+  view_->OpenLibrary(dir_.filePath("logos.db"), true);
+  ASSERT_TRUE(Idle());
+  ASSERT_TRUE(errors_.isEmpty()) << errors_.join("\n").toStdString();
+  view_->AddLogos(files);
+  ASSERT_TRUE(Idle());
+  ASSERT_TRUE(errors_.isEmpty()) << errors_.join("\n").toStdString();
+  EXPECT_EQ(view_->logoCount(), 3);
+
+  view_->Query({scene_path, negative_path});
+  ASSERT_TRUE(WaitFor([&] { return queries_ == 1 && !view_->controller()->busy(); }));
+  ASSERT_TRUE(errors_.isEmpty()) << errors_.join("\n").toStdString();
+  ASSERT_EQ(view_->sceneResults().size(), 2u);
+
+  // The first row is the top detection of the first scene: the box, where it was pasted.
+  QTableWidget* table = view_->results();
+  ASSERT_GE(table->rowCount(), 2);
+  EXPECT_EQ(table->item(0, 0)->text(), "scene.png");
+  EXPECT_EQ(table->item(0, 2)->text(), "box");
+  const auto& dets = view_->sceneResults()[0]->result.detections;
+  ASSERT_FALSE(dets.empty());
+  EXPECT_EQ(dets[0].name, "box");
+  EXPECT_LT(matcher::QuadCornerError(dets[0].quad, scene.truth[0].quad), 5.0);
+  EXPECT_EQ(table->item(0, 4)->text().toInt(), dets[0].inliers);
+
+  // The negative scene is listed with no logo.
+  const int last = table->rowCount() - 1;
+  EXPECT_EQ(table->item(last, 0)->text(), "empty_scene.png");
+  EXPECT_EQ(table->item(last, 2)->text(), "no logo found");
+
+  // Clicking the result shows the logo beside its matched region.
+  table->setCurrentCell(0, 2);
+  auto* logo = view_->findChild<QLabel*>("fm_logo_image");
+  auto* region = view_->findChild<QLabel*>("fm_region_image");
+  ASSERT_NE(logo, nullptr);
+  ASSERT_NE(region, nullptr);
+  EXPECT_FALSE(logo->pixmap().isNull());
+  EXPECT_FALSE(region->pixmap().isNull());
+  EXPECT_TRUE(view_->findChild<QLabel*>("fm_logo_detail")->text().contains("box"));
+
+  // Removing a logo updates the list.
+  view_->RemoveLogos({"box"});
+  ASSERT_TRUE(Idle());
+  EXPECT_EQ(view_->logoCount(), 2);
+}
+
+TEST_F(LogoViewTest, BadFilesGiveDialogs) {
+  const QString junk = dir_.filePath("junk.db");
+  {
+    QFile f(junk);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write("not a database");
+  }
+  view_->OpenLibrary(junk, false);
+  ASSERT_TRUE(Idle());
+  ASSERT_FALSE(test::ErrorDialogs().isEmpty());
+  EXPECT_FALSE(errors_.isEmpty());
+  test::CloseErrorDialogs();
+  errors_.clear();
+
+  view_->OpenLibrary(dir_.filePath("fresh.db"), true);
+  ASSERT_TRUE(Idle());
+  ASSERT_TRUE(errors_.isEmpty()) << errors_.join("\n").toStdString();
+  // A blank image has no features: refused with its name; the readable logo is still added.
+  const QString blank = Write("blank", cv::Mat(200, 200, CV_8UC3, cv::Scalar(128, 128, 128)));
+  view_->AddLogos({blank, QString::fromStdString(test::Sample("box.png"))});
+  ASSERT_TRUE(Idle());
+  ASSERT_EQ(errors_.size(), 1);
+  EXPECT_TRUE(errors_[0].contains("blank.png")) << errors_[0].toStdString();
+  EXPECT_EQ(view_->logoCount(), 1);
+  test::CloseErrorDialogs();
+}
+
+}  // namespace
+}  // namespace fm
