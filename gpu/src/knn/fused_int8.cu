@@ -59,7 +59,7 @@ __device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], const void* smem_ro
 // Scores the CTA's 128 queries against corpus blocks blockIdx.y, +ysplit, ... of the (strided)
 // corpus. Each CTA owns, per query, a private slice of `per` candidate slots (no global atomics):
 // a shared-memory counter per query row hands out the slots, the count is written at the end.
-template <int KD>
+template <int KD, bool kGated>
 __global__ void __launch_bounds__(kThreads, 2)
     FusedFilterKernel(const int8_t* __restrict__ queries, const RowStats* __restrict__ qstats,
                       int64_t nq, const int8_t* __restrict__ corpus,
@@ -151,6 +151,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     // candidates (cterm + alpha * ip <= qlim  <=>  ip >= bound), so one AND per 8 values finds
     // whether any of them passed.
     int acc[2][8][4];
+    if constexpr (kGated) {
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
 #pragma unroll
@@ -163,6 +164,14 @@ __global__ void __launch_bounds__(kThreads, 2)
           acc[i >> 1][nt][(i & 1) * 2 + j] = -(l2 ? (diff + 1) >> 1 : diff);
         }
       }
+    }
+    } else {
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0;
     }
 
 #pragma unroll 2
@@ -187,6 +196,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
 
+    if constexpr (kGated) {
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
       const int any = acc[0][nt][0] & acc[0][nt][1] & acc[0][nt][2] & acc[0][nt][3] &
@@ -215,6 +225,33 @@ __global__ void __launch_bounds__(kThreads, 2)
           }
         }
       }
+    }
+    } else {
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int cl = wn * 64 + nt * 8 + 2 * t + j;
+        const RowStats st = cs[cl];
+        const int cterm = l2 ? __float2int_rn(st.x) : -128 * __float2int_rn(st.y);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int v = cterm + alpha * acc[i >> 1][nt][(i & 1) * 2 + j];
+          if (v <= qlim[i]) {
+            const int64_t c = blk * kBlockRows + cl;
+            const int row = wm * 32 + (i >> 1) * 16 + (i & 1) * 8 + g;
+            if (c < n) {
+              const int d = v + qterm_s[row];
+              const int pos = atomicAdd(cnt_s + row, 1);
+              if (pos < per)
+                keys[((q0 + row) * ysplit + blockIdx.y) * per + pos] =
+                    (static_cast<uint64_t>(OrderedBits(static_cast<float>(d))) << 32) |
+                    static_cast<uint32_t>(c);
+            }
+          }
+        }
+      }
+    }
     }
     __syncthreads();
     stage ^= 1;
@@ -289,19 +326,132 @@ __global__ void SelectCandidatesKernel(const uint64_t* __restrict__ keys,
   }
 }
 
+// Bitonic sort of 32 * KPL keys held KPL per lane (element e = lane * KPL + j), ascending.
+template <int KPL>
+__device__ __forceinline__ void WarpBitonicSort(uint64_t (&key)[32], int lane) {
+  constexpr int kN = 32 * KPL;
+#pragma unroll
+  for (int size = 2; size <= kN; size <<= 1) {
+#pragma unroll
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      if (stride >= KPL) {
+        const int lane_mask = stride / KPL;
+        const bool lower = (lane & lane_mask) == 0;
+#pragma unroll
+        for (int j = 0; j < KPL; ++j) {
+          const int e = lane * KPL + j;
+          const bool asc = (e & size) == 0;
+          const uint32_t lo = __shfl_xor_sync(0xffffffffu, static_cast<uint32_t>(key[j]), lane_mask);
+          const uint32_t hi =
+              __shfl_xor_sync(0xffffffffu, static_cast<uint32_t>(key[j] >> 32), lane_mask);
+          const uint64_t other = (static_cast<uint64_t>(hi) << 32) | lo;
+          const bool take_min = lower == asc;
+          key[j] = take_min ? (other < key[j] ? other : key[j]) : (other > key[j] ? other : key[j]);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < KPL; ++j) {
+          if ((j & stride) == 0) {
+            const int e = lane * KPL + j;
+            const bool asc = (e & size) == 0;
+            const uint64_t a = key[j], b = key[j + stride];
+            if ((a > b) == asc) {
+              key[j] = b;
+              key[j + stride] = a;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+template <int KPL>
+__device__ __forceinline__ void WarpSortSelect(const uint64_t* skeys, int cnt, int64_t k,
+                                               int lane, float* out_vals, int64_t* out_idx) {
+  uint64_t key[32];
+#pragma unroll
+  for (int j = 0; j < KPL; ++j) {
+    const int e = lane * KPL + j;
+    key[j] = e < cnt ? skeys[e] : ~0ull;
+  }
+  WarpBitonicSort<KPL>(key, lane);
+#pragma unroll
+  for (int j = 0; j < KPL; ++j) {
+    const int64_t e = lane * KPL + j;
+    if (e < k) {
+      if (e < cnt) {
+        out_vals[e] = FromOrderedBits(static_cast<uint32_t>(key[j] >> 32));
+        out_idx[e] = static_cast<int64_t>(key[j] & 0xffffffffu);
+      } else {
+        out_vals[e] = INFINITY;
+        out_idx[e] = -1;
+      }
+    }
+  }
+}
+
+// One warp per query (up to 1024 candidates): slices gathered into shared memory through a
+// warp prefix sum of their counts, then sorted in registers.
+__global__ void SelectCandidatesWarpKernel(const uint64_t* __restrict__ keys,
+                                           const int32_t* __restrict__ counts, int64_t nq,
+                                           int ysplit, int per, int max_keys, int64_t k,
+                                           float* __restrict__ out_vals,
+                                           int64_t* __restrict__ out_idx, int32_t* flags,
+                                           int64_t* total) {
+  extern __shared__ uint64_t wkeys[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t q = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + warp;
+  if (q >= nq) return;
+  uint64_t* skeys = wkeys + static_cast<int64_t>(warp) * max_keys;
+  int base = 0;
+  bool over = false;
+  for (int s0 = 0; s0 < ysplit; s0 += 32) {
+    const int sl = s0 + lane;
+    int c = sl < ysplit ? counts[q * ysplit + sl] : 0;
+    if (c > per) {
+      over = true;
+      c = per;
+    }
+    int incl = c;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int v = __shfl_up_sync(0xffffffffu, incl, o);
+      if (lane >= o) incl += v;
+    }
+    const int start = base + incl - c;
+    const uint64_t* src = keys + (q * ysplit + sl) * per;
+    for (int j = 0; j < c && start + j < max_keys; ++j) skeys[start + j] = src[j];
+    base += __shfl_sync(0xffffffffu, incl, 31);
+  }
+  over = __any_sync(0xffffffffu, over) || base > max_keys;
+  __syncwarp();
+  if (lane == 0) {
+    if (over) atomicExch(flags, 1);
+    atomicAdd(reinterpret_cast<unsigned long long*>(total), static_cast<unsigned long long>(base));
+  }
+  const int cnt = base < max_keys ? base : max_keys;
+  float* ov = out_vals + q * k;
+  int64_t* oi = out_idx + q * k;
+  if (cnt <= 128) WarpSortSelect<4>(skeys, cnt, k, lane, ov, oi);
+  else if (cnt <= 256) WarpSortSelect<8>(skeys, cnt, k, lane, ov, oi);
+  else if (cnt <= 512) WarpSortSelect<16>(skeys, cnt, k, lane, ov, oi);
+  else WarpSortSelect<32>(skeys, cnt, k, lane, ov, oi);
+}
+
 constexpr int64_t kMaxKeys = 16384;
 
-template <int KD>
-void LaunchFusedKd(const int8_t* queries, const RowStats* qstats, int64_t nq,
-                   const int8_t* corpus, const RowStats* cstats, int64_t n, int64_t row_stride,
-                   int32_t dim, MetricCode metric, const float* thresholds, uint64_t* keys,
-                   int32_t* counts, const FusedPlan& plan, cudaStream_t stream) {
+template <int KD, bool kGated>
+void LaunchFusedKdG(const int8_t* queries, const RowStats* qstats, int64_t nq,
+                    const int8_t* corpus, const RowStats* cstats, int64_t n, int64_t row_stride,
+                    int32_t dim, MetricCode metric, const float* thresholds, uint64_t* keys,
+                    int32_t* counts, const FusedPlan& plan, cudaStream_t stream) {
   constexpr int kLd = KD * 32 + 16;
   const std::size_t smem = 3 * kBlockRows * kLd + 2 * kBlockRows * sizeof(RowStats) +
                            2 * kBlockRows * sizeof(int);
   static bool attr_set = false;
   if (!attr_set) {
-    FM_CUDA_CHECK(cudaFuncSetAttribute(FusedFilterKernel<KD>,
+    FM_CUDA_CHECK(cudaFuncSetAttribute(FusedFilterKernel<KD, kGated>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem)));
     attr_set = true;
@@ -309,10 +459,25 @@ void LaunchFusedKd(const int8_t* queries, const RowStats* qstats, int64_t nq,
   const int64_t qblocks = (nq + kBlockRows - 1) / kBlockRows;
   const int64_t nblocks = (n + kBlockRows - 1) / kBlockRows;
   dim3 grid(static_cast<unsigned>(qblocks), static_cast<unsigned>(plan.ysplit));
-  FusedFilterKernel<KD><<<grid, kThreads, smem, stream>>>(
+  FusedFilterKernel<KD, kGated><<<grid, kThreads, smem, stream>>>(
       queries, qstats, nq, corpus, cstats, n, row_stride, dim, metric, thresholds, keys, counts,
       static_cast<int>(plan.per), nblocks, static_cast<int>(plan.ysplit));
   FM_CUDA_CHECK_LAUNCH();
+}
+
+// Sparse levels test 8 outputs at once (accumulators start at minus the bound); dense ones
+// test every output.
+template <int KD>
+void LaunchFusedKd(const int8_t* queries, const RowStats* qstats, int64_t nq,
+                   const int8_t* corpus, const RowStats* cstats, int64_t n, int64_t row_stride,
+                   int32_t dim, MetricCode metric, const float* thresholds, uint64_t* keys,
+                   int32_t* counts, const FusedPlan& plan, cudaStream_t stream) {
+  if (plan.gated)
+    LaunchFusedKdG<KD, true>(queries, qstats, nq, corpus, cstats, n, row_stride, dim, metric,
+                             thresholds, keys, counts, plan, stream);
+  else
+    LaunchFusedKdG<KD, false>(queries, qstats, nq, corpus, cstats, n, row_stride, dim, metric,
+                              thresholds, keys, counts, plan, stream);
 }
 
 }  // namespace
@@ -340,6 +505,8 @@ FusedPlan PlanFused(int64_t nq, int64_t n, double expected_per_query, int num_sm
   const double lambda = expected_per_query / static_cast<double>(p.ysplit);
   p.per = (static_cast<int64_t>(lambda + 6.0 * std::sqrt(lambda) + 12.0) + 3) / 4 * 4;
   if (p.per * p.ysplit > kMaxKeys) p.per = std::max<int64_t>(1, kMaxKeys / p.ysplit);
+  // Gated epilogue when a warp's 256 outputs of 8-output groups rarely hold a candidate.
+  p.gated = expected_per_query / static_cast<double>(std::max<int64_t>(n, 1)) < 1e-3;
   int64_t mk = 2;
   while (mk < p.per * p.ysplit) mk <<= 1;
   p.max_keys = std::min(mk, kMaxKeys);
@@ -379,6 +546,16 @@ void LaunchSelectCandidates(const uint64_t* keys, const int32_t* counts, int64_t
                             const FusedPlan& plan, int64_t k, float* out_vals, int64_t* out_idx,
                             int32_t* flags, int64_t* total, cudaStream_t stream) {
   if (nq <= 0) return;
+  if (plan.max_keys <= 1024) {
+    constexpr int kWarps = 4;
+    const int64_t blocks = (nq + kWarps - 1) / kWarps;
+    const std::size_t smem = static_cast<std::size_t>(kWarps) * plan.max_keys * sizeof(uint64_t);
+    SelectCandidatesWarpKernel<<<static_cast<unsigned>(blocks), kWarps * 32, smem, stream>>>(
+        keys, counts, nq, static_cast<int>(plan.ysplit), static_cast<int>(plan.per),
+        static_cast<int>(plan.max_keys), k, out_vals, out_idx, flags, total);
+    FM_CUDA_CHECK_LAUNCH();
+    return;
+  }
   static bool attr_set = false;
   if (!attr_set) {
     FM_CUDA_CHECK(cudaFuncSetAttribute(SelectCandidatesKernel,

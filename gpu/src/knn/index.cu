@@ -8,10 +8,11 @@
 // running per-query lists. Events order the two: the score stream waits for a buffer to be freed
 // by its merge, the main stream for a buffer to be scored.
 //
-// Fused path (uint8, int8 precision, L2 or IP, device corpus): thresholds from the exact top-k of
-// a strided corpus sample, then one fused int8 tensor-core kernel over the whole corpus keeping
-// only rows under each query's threshold, then a segmented sort of those candidates. If any
-// query overflows its candidate buffer, the tiled path redoes the search.
+// Fused path (uint8, int8 precision, L2 or IP, device corpus): a fused int8 tensor-core kernel
+// that keeps only the rows under each query's threshold, run over nested strided samples of the
+// corpus and finally the whole corpus, each level's exact k-th distance becoming the next
+// level's threshold; a per-query sort of the few survivors. If a query overflows its candidate
+// slots at the last level, the tiled path redoes the search.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -473,56 +474,36 @@ struct Index::Impl {
   // or the shape does not pay for it.
   //
   // Thresholds come from nested strided samples of the corpus (strides F^L, ..., F, 1 with
-  // F = 8): the coarsest sample is scored by GEMM + select_k; every finer one by the fused kernel
-  // under the previous threshold, its k-th distance becoming the next threshold. The k-th
-  // distance within any set of corpus rows bounds the true k-th distance from above, so each
-  // threshold keeps every true neighbour; about F * k candidates per query survive each level.
-  // An overflow at an inner level only loosens the next threshold; at the last level it sends
-  // the search to the tiled path.
+  // F = 8), each scored by the fused kernel: the coarsest (a few hundred rows) keeps all its
+  // rows, every finer one the rows under the previous level's k-th distance. The k-th distance
+  // within any set of corpus rows bounds the true k-th distance from above, so each threshold
+  // keeps every true neighbour; about F * k candidates per query survive each level. An
+  // overflow at an inner level only loosens the next threshold; at the last level it sends the
+  // search to the tiled path.
   bool SearchFused(const uint8_t* qop, const RowStats* qst, int64_t nq, int64_t k, float* out_v,
                    int64_t* out_i, StageTimer& t_score, StageTimer& t_select) {
     cudaStream_t ms = main();
     constexpr int64_t kFactor = 8;
     const std::size_t avail = FreeForScratch(nq, k);
-    // Strides: the coarsest sample has at most max(2048, 8k) rows (or is the first level whose
-    // GEMM tile stays small).
+    // Strides F^L, ..., F, 1: the coarsest sample is small enough (<= max(8k, 128) rows, at
+    // least k) for all its rows to be candidates.
     std::vector<int64_t> strides = {1};
-    const int64_t coarse_rows = std::max<int64_t>(2048, 8 * k);
-    while ((n - 1) / strides.back() + 1 > coarse_rows && strides.back() * kFactor <= n / (4 * k))
-      strides.push_back(strides.back() * kFactor);
+    const int64_t coarse_max = std::max<int64_t>(kFactor * k, 128);
+    while ((n - 1) / strides.back() + 1 > coarse_max) {
+      const int64_t next = strides.back() * kFactor;
+      if ((n - 1) / next + 1 < k) break;
+      strides.push_back(next);
+    }
     if (strides.size() < 2) return false;
-    const int64_t s0 = strides.back();
-    const int64_t sample = (n - 1) / s0 + 1;
+    const int64_t sample = (n - 1) / strides.back() + 1;
 
-    // 1. Thresholds from the coarsest sample: GEMM + epilogue + select_k.
     DeviceBuffer<float>& thr = s_thr;
     thr.Resize(static_cast<std::size_t>(nq));
     DeviceBuffer<float>& lv = s_tv[1];
     DeviceBuffer<int64_t>& li = s_ti[1];
-    lv.Resize(static_cast<std::size_t>(nq) * k);
-    li.Resize(static_cast<std::size_t>(nq) * k);
-    {
-      const int64_t ld = RoundUp(sample, 16);
-      int64_t qt = std::max<int64_t>(
-          1, std::min<int64_t>(nq, static_cast<int64_t>(avail / 4 / (4 * ld))));
-      DeviceBuffer<float>& tile = s_tile[0];
-      tile.Resize(static_cast<std::size_t>(qt) * ld);
-      for (int64_t q0 = 0; q0 < nq; q0 += qt) {
-        const int64_t qn = std::min(qt, nq - q0);
-        t_score.Begin(ms);
-        Gemm(sample, qn, corpus.data(), s0 * dp, qop + q0 * RowBytes(), tile.data(), ld, ms);
-        detail::LaunchDistanceEpilogue(tile.data(), true, qn, sample, ld, qst + q0,
-                                       cstats.data(), s0, metric, kind, opt.dim, ms);
-        t_score.End(ms);
-        t_select.Begin(ms);
-        select_k(*res, tile.data(), qn, sample, ld, k, opt.select_algo, lv.data() + q0 * k,
-                 li.data() + q0 * k);
-        t_select.End(ms);
-      }
-      detail::LaunchKthColumn(lv.data(), k, nq, thr.data(), ms);
-    }
-    // 2. Finer levels with the fused kernel, the last over the whole corpus. About kFactor * k
-    // candidates per query pass each level (more where a knob shrinks the buffers).
+    lv.Resize(static_cast<std::size_t>(std::max<int64_t>(nq * k, nq)));
+    li.Resize(static_cast<std::size_t>(std::max<int64_t>(nq * k, nq)));
+    detail::LaunchFillEmpty(thr.data(), li.data(), nq, ms);  // +inf: the coarsest keeps all
     DeviceBuffer<uint64_t>& keys = s_keys;
     DeviceBuffer<int32_t>& counts = s_counts;
     DeviceBuffer<int64_t>& total = s_total;
@@ -530,17 +511,25 @@ struct Index::Impl {
     flags.Resize(2);
     total.Resize(1);
     FM_CUDA_CHECK(cudaMemsetAsync(flags.data(), 0, 2 * sizeof(int32_t), ms));
-    for (int level = static_cast<int>(strides.size()) - 2; level >= 0; --level) {
+    for (int level = static_cast<int>(strides.size()) - 1; level >= 0; --level) {
       const int64_t st = strides[level];
       const int64_t rows = (n - 1) / st + 1;
       const bool last = level == 0;
-      detail::FusedPlan plan =
-          detail::PlanFused(nq, rows, static_cast<double>(kFactor * k), num_sms);
+      const bool coarsest = level == static_cast<int>(strides.size()) - 1;
+      detail::FusedPlan plan = detail::PlanFused(
+          nq, rows, coarsest ? static_cast<double>(rows) : static_cast<double>(kFactor * k),
+          num_sms);
+      if (coarsest) {  // every row passes: slices hold their whole share
+        const int64_t nb = (rows + 127) / 128;
+        plan.per = (nb + plan.ysplit - 1) / plan.ysplit * 128;
+        plan.max_keys = NextPow2(std::max<int64_t>(rows, 2));
+        plan.gated = false;
+      }
       if (opt.fused_candidates > 0) {  // testing knob: tiny slices force overflows
         plan.per = std::max<int64_t>(1, opt.fused_candidates / plan.ysplit);
       }
       const std::size_t nkeys = static_cast<std::size_t>(nq) * plan.ysplit * plan.per;
-      if (nkeys * sizeof(uint64_t) > avail / 2) return false;
+      if (nkeys * sizeof(uint64_t) > avail / 2 || plan.max_keys > 16384) return false;
       keys.Resize(nkeys);
       counts.Resize(static_cast<std::size_t>(nq) * plan.ysplit);
       if (last) FM_CUDA_CHECK(cudaMemsetAsync(flags.data(), 0, 2 * sizeof(int32_t), ms));

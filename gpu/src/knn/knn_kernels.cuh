@@ -64,6 +64,7 @@ struct FusedPlan {
   int64_t ysplit = 1;
   int64_t per = 16;
   int64_t max_keys = 16;
+  bool gated = false;  // test groups of 8 outputs at once (sparse candidates)
 };
 FusedPlan PlanFused(int64_t nq, int64_t n, double expected_per_query, int num_sms);
 
