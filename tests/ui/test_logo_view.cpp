@@ -2,10 +2,14 @@
 // logos finds the logo pasted into a generated scene; bad files give dialogs.
 #include <gtest/gtest.h>
 
+#include <QDropEvent>
 #include <QFile>
 #include <QLabel>
+#include <QListWidget>
+#include <QMimeData>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QUrl>
 #include <opencv2/imgcodecs.hpp>
 
 #include "../matcher/test_images.h"
@@ -162,6 +166,34 @@ TEST_F(LogoViewTest, BadFilesGiveDialogs) {
   EXPECT_TRUE(errors_[0].contains("blank.png")) << errors_[0].toStdString();
   EXPECT_EQ(view_->logoCount(), 1);
   test::CloseErrorDialogs();
+}
+
+// Drops `file` on `target` as a file manager would.
+void Drop(QWidget* target, const QString& file) {
+  QMimeData mime;
+  mime.setUrls({QUrl::fromLocalFile(file)});
+  const QPoint at = target->rect().center();
+  QDragEnterEvent enter(at, Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QCoreApplication::sendEvent(target, &enter);
+  QDropEvent drop(QPointF(at), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QCoreApplication::sendEvent(target, &drop);
+}
+
+TEST_F(LogoViewTest, DroppedLogosAreAddedAndDroppedScenesQueried) {
+  view_->OpenLibrary(dir_.filePath("drops.db"), true);
+  ASSERT_TRUE(Idle());
+  auto* list = view_->findChild<QListWidget*>("fm_logo_list");
+  ASSERT_NE(list, nullptr);
+  Drop(list, QString::fromStdString(test::Sample("box.png")));
+  ASSERT_TRUE(Idle());
+  ASSERT_EQ(view_->logoCount(), 1);
+  // box_in_scene.png holds the box of box.png.
+  Drop(view_->results()->viewport(), QString::fromStdString(test::Sample("box_in_scene.png")));
+  ASSERT_TRUE(WaitFor([&] { return queries_ == 1 && !view_->controller()->busy(); }));
+  ASSERT_TRUE(errors_.isEmpty()) << errors_.join("\n").toStdString();
+  ASSERT_EQ(view_->sceneResults().size(), 1u);
+  ASSERT_FALSE(view_->sceneResults()[0]->result.detections.empty());
+  EXPECT_EQ(view_->results()->item(0, 2)->text(), "box");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <opencv2/imgproc.hpp>
 
 #include "fm/matcher/image.h"
@@ -14,6 +15,7 @@ namespace fm::ui {
 struct LogoController::State {
   std::unique_ptr<matcher::LogoLibrary> library;
   std::map<int64_t, QImage> logo_images;  // by logo id, at the stored size
+  std::mutex backend_mutex;               // guards the two below (set from the GUI thread)
   matcher::BackendOptions backend;
   bool backend_dirty = true;
   std::atomic<bool> cancel{false};
@@ -119,10 +121,14 @@ void LogoController::Submit(Fn&& fn) {
 }
 
 void LogoController::SetBackend(const matcher::BackendOptions& options) {
-  Submit([options](State& s) {
-    s.backend = options;
-    s.backend_dirty = true;
-  });
+  std::lock_guard lock(state_->backend_mutex);
+  const auto& b = state_->backend;
+  if (b.kind == options.kind && b.device == options.device &&
+      b.select_algo == options.select_algo && b.precision == options.precision &&
+      b.memory_fraction == options.memory_fraction)
+    return;
+  state_->backend = options;
+  state_->backend_dirty = true;
 }
 
 void LogoController::OpenLibrary(const QString& path, bool create) {
@@ -132,7 +138,10 @@ void LogoController::OpenLibrary(const QString& path, bool create) {
         create ? matcher::LogoLibrary::Create(path.toStdString())
                : matcher::LogoLibrary::Open(path.toStdString()));
     s.library = std::move(lib);
-    s.backend_dirty = true;
+    {
+      std::lock_guard lock(s.backend_mutex);
+      s.backend_dirty = true;
+    }
     s.logo_images.clear();
     QList<LogoEntry> entries;
     for (const auto& info : s.library->List()) {
@@ -202,9 +211,12 @@ void LogoController::Query(const QStringList& scenes, const matcher::LogoQueryOp
       throw matcher::LogoLibraryError("The library has no logos yet: add some first.");
     std::string why;
     if (!options.Check(&why)) throw std::invalid_argument("Query settings: " + why);
-    if (s.backend_dirty) {
-      s.library->SetBackend(matcher::CreateKnnBackend(s.backend));
-      s.backend_dirty = false;
+    {
+      std::lock_guard lock(s.backend_mutex);
+      if (s.backend_dirty) {
+        s.library->SetBackend(matcher::CreateKnnBackend(s.backend));
+        s.backend_dirty = false;
+      }
     }
     const int total = static_cast<int>(scenes.size());
     int done = 0;

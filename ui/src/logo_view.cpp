@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QDoubleSpinBox>
+#include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -9,6 +10,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QListWidget>
+#include <QMimeData>
 #include <QProgressBar>
 #include <QSettings>
 #include <QSpinBox>
@@ -252,12 +254,70 @@ LogoView::LogoView(QWidget* parent)
     emit queryFinished();
   });
 
+  // Drag and drop: onto the logo list adds logos, onto the scene or the results queries them.
+  for (QWidget* w : {static_cast<QWidget*>(logos_), scene_view_->viewport(),
+                     static_cast<QWidget*>(table_->viewport())}) {
+    w->setAcceptDrops(true);
+    w->installEventFilter(this);
+  }
+  logos_->setDragDropMode(QAbstractItemView::DropOnly);
+
   const QString last = QSettings().value("logos/library").toString();
   if (!last.isEmpty() && QFileInfo::exists(last)) controller_->OpenLibrary(last, false);
   UpdateActions();
 }
 
 int LogoView::logoCount() const { return logos_->count(); }
+
+QList<QAction*> LogoView::menuActions() const {
+  return {new_, open_, add_, remove_, query_, cancel_};
+}
+
+bool LogoView::eventFilter(QObject* watched, QEvent* event) {
+  const auto type = event->type();
+  if (type != QEvent::DragEnter && type != QEvent::DragMove && type != QEvent::Drop)
+    return QWidget::eventFilter(watched, event);
+  auto* drop = static_cast<QDropEvent*>(event);
+  QStringList files;
+  if (drop->mimeData() && drop->mimeData()->hasUrls())
+    for (const QUrl& url : drop->mimeData()->urls())
+      if (url.isLocalFile()) files << url.toLocalFile();
+  if (files.isEmpty()) return QWidget::eventFilter(watched, event);
+  drop->acceptProposedAction();
+  if (type == QEvent::Drop) {
+    if (watched == logos_) {
+      AddLogos(files);
+    } else {
+      Query(files);
+    }
+  }
+  return true;
+}
+
+void LogoView::SaveSettings(QSettings& s) const {
+  const matcher::LogoQueryOptions o = queryOptions();
+  s.beginGroup("logo_query");
+  s.setValue("min_confidence", o.min_confidence);
+  s.setValue("min_inliers", o.min_inliers);
+  s.setValue("max_instances", o.max_instances);
+  s.setValue("top", o.top);
+  s.setValue("ratio", o.ratio);
+  s.setValue("threshold", o.threshold);
+  s.endGroup();
+}
+
+void LogoView::LoadSettings(QSettings& s) {
+  matcher::LogoQueryOptions o;
+  s.beginGroup("logo_query");
+  o.min_confidence = s.value("min_confidence", o.min_confidence).toDouble();
+  o.min_inliers = s.value("min_inliers", o.min_inliers).toInt();
+  o.max_instances = s.value("max_instances", o.max_instances).toInt();
+  o.top = s.value("top", o.top).toInt();
+  o.ratio = s.value("ratio", o.ratio).toFloat();
+  o.threshold = s.value("threshold", o.threshold).toDouble();
+  s.endGroup();
+  SetQueryOptions(o);
+}
 
 void LogoView::Error(const QString& title, const QString& text) {
   ShowError(this, title, text);

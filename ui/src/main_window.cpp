@@ -20,6 +20,7 @@
 #include "fm/ui/logo_view.h"
 #include "fm/ui/match_canvas.h"
 #include "fm/ui/match_view.h"
+#include "fm/ui/options_panel.h"
 
 namespace fm::ui {
 
@@ -59,6 +60,17 @@ MainWindow::MainWindow(QWidget* parent)
 
   QSettings settings;
   match_view_->LoadSettings(settings);
+  logo_view_->LoadSettings(settings);
+  // Logo queries use the backend chosen in the match view's panel.
+  auto sync_backend = [this] {
+    try {
+      logo_view_->controller()->SetBackend(match_view_->options()->backend());
+    } catch (const std::exception&) {
+      // an invalid panel is reported there; the logo view keeps its backend
+    }
+  };
+  sync_backend();
+  connect(match_view_->options(), &OptionsPanel::changed, this, sync_backend);
   if (!restoreGeometry(settings.value("window/geometry").toByteArray())) resize(1440, 900);
   tabs_->setCurrentIndex(settings.value("window/tab", 0).toInt());
 }
@@ -89,6 +101,9 @@ void MainWindow::BuildMenus() {
   view->addSeparator();
   view->addAction(match_view_->keypointsAction());
   view->addAction(match_view_->outliersAction());
+
+  QMenu* logos = menuBar()->addMenu(tr("&Logos"));
+  logos->addActions(logo_view_->menuActions());
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About featmatch"), this, &MainWindow::ShowAbout);
@@ -146,6 +161,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   settings.setValue("window/geometry", saveGeometry());
   settings.setValue("window/tab", tabs_->currentIndex());
   match_view_->SaveSettings(settings);
+  logo_view_->SaveSettings(settings);
   event->accept();
 }
 

@@ -75,8 +75,10 @@ class MatchOverlay : public QGraphicsItem {
     return {End(0, m.query), End(1, m.train)};
   }
 
-  void paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) override {
+  void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) override {
     if (!outcome) return;
+    // Only what is on screen is drawn (keypoints are many; lines are tested by their box).
+    const QRectF exposed = option->exposedRect.adjusted(-10, -10, 10, 10);
     painter->setRenderHint(QPainter::Antialiasing, true);
     const double scale = std::max(1e-6, painter->worldTransform().m11());
     if (show_keypoints) {
@@ -87,14 +89,20 @@ class MatchOverlay : public QGraphicsItem {
       const double r = 3.0 / scale;
       for (int side = 0; side < 2; ++side) {
         const auto& f = side == 0 ? *outcome->features_a : *outcome->features_b;
-        for (const auto& k : f.keypoints)
-          painter->drawEllipse(offset[side] + QPointF(k.x, k.y), r, r);
+        for (const auto& k : f.keypoints) {
+          const QPointF p = offset[side] + QPointF(k.x, k.y);
+          if (exposed.contains(p)) painter->drawEllipse(p, r, r);
+        }
       }
     }
     QVector<QLineF> lines[3];
     const int n = static_cast<int>(outcome->result.matches.size());
     for (int i = 0; i < n; ++i)
-      if (Visible(i)) lines[Kind(i)].push_back(Line(i));
+      if (Visible(i)) {
+        const QLineF line = Line(i);
+        if (exposed.intersects(QRectF(line.p1(), line.p2()).normalized().adjusted(-1, -1, 1, 1)))
+          lines[Kind(i)].push_back(line);
+      }
     const QColor colors[3] = {kOutlier, kUnverified, kInlier};
     const int order[3] = {1, 2, 0};  // outliers below, inliers on top
     for (int j = 0; j < 3; ++j) {
@@ -155,6 +163,7 @@ MatchCanvas::MatchCanvas(QWidget* parent)
   }
   overlay_ = new MatchOverlay;
   overlay_->setZValue(10);
+  overlay_->setFlag(QGraphicsItem::ItemUsesExtendedStyleOption);  // fills exposedRect
   overlay_->setAcceptedMouseButtons(Qt::NoButton);
   scene_->addItem(overlay_);
   Relayout();

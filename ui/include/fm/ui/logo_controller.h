@@ -45,7 +45,7 @@ class LogoController : public QObject {
   // Queries each scene in turn; CancelQuery stops after the current scene.
   void Query(const QStringList& scene_files, const matcher::LogoQueryOptions& options);
   void CancelQuery();
-  // kNN backend of the queries (applies from the next operation on).
+  // kNN backend of the queries (taken by the next query; creating it is part of that query).
   void SetBackend(const matcher::BackendOptions& options);
 
   bool busy() const { return outstanding_ > 0; }

@@ -18,6 +18,7 @@ class QGraphicsView;
 class QLabel;
 class QListWidget;
 class QProgressBar;
+class QSettings;
 class QSpinBox;
 class QTableWidget;
 
@@ -47,6 +48,11 @@ class LogoView : public QWidget {
   matcher::LogoQueryOptions queryOptions() const;
   void SetQueryOptions(const matcher::LogoQueryOptions& o);
 
+  void SaveSettings(QSettings& settings) const;
+  void LoadSettings(QSettings& settings);
+  // The view's actions, for the window's menu.
+  QList<QAction*> menuActions() const;
+
  signals:
   void queryFinished();
   void libraryOpened(const QString& path);
@@ -58,6 +64,10 @@ class LogoView : public QWidget {
   void ChooseLogos();
   void RemoveSelected();
   void ChooseScenes();
+
+ protected:
+  // Image files dropped on the logo list are added; dropped anywhere else they are queried.
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   void Error(const QString& title, const QString& text);
