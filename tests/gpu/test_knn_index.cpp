@@ -477,7 +477,36 @@ TEST(KnnIndex, StreamedCorpusManyChunksOverlapped) {
   EXPECT_GE(index.last_stats().h2d_bytes, 40000.0 * 128);
   core::KnnParams kp;
   kp.k = 16;
-  ExpectExact(core::CreateCpuKnnBackend()->Search(queries, corpus, kp), got, "streamed");
+  const core::KnnResult ref = core::CreateCpuKnnBackend()->Search(queries, corpus, kp);
+  ExpectExact(ref, got, "streamed");
+  // Chunks large enough for the fused path (bounded by the running k-th distances), for L2 and
+  // for IP, and one whose candidate slots overflow (GEMM + select for every chunk).
+  for (int64_t slots : {int64_t{0}, int64_t{8}}) {
+    IndexOptions f;
+    f.storage = CorpusStorage::kHost;
+    f.corpus_tile = 6000;
+    f.fused_candidates = slots;
+    Index fused(f);
+    fused.AddUint8(corpus.u8(), corpus.rows());
+    const GpuResult fg = RunGpu(fused, queries, 16);
+    EXPECT_EQ(fused.last_stats().path, "streamed");
+    if (slots == 0) {
+      EXPECT_GT(fused.last_stats().candidates, 0);
+      EXPECT_FALSE(fused.last_stats().fused_fallback);
+    } else {
+      EXPECT_TRUE(fused.last_stats().fused_fallback);
+    }
+    ExpectExact(ref, fg, "streamed fused chunks, slots=" + std::to_string(slots));
+  }
+  IndexOptions ip;
+  ip.storage = CorpusStorage::kHost;
+  ip.corpus_tile = 6000;
+  ip.metric = KnnMetric::kInnerProduct;
+  Index ipi(ip);
+  ipi.AddUint8(corpus.u8(), corpus.rows());
+  kp.metric = core::Metric::kInnerProduct;
+  ExpectExact(core::CreateCpuKnnBackend()->Search(queries, corpus, kp), RunGpu(ipi, queries, 16),
+              "streamed fused chunks, IP");
 }
 
 TEST(KnnIndex, EmptyCorpusPads) {

@@ -189,6 +189,8 @@ struct Index::Impl {
   DeviceBuffer<int64_t> s_oi, s_gi, s_ti[2], s_total;
   DeviceBuffer<uint64_t> s_keys;
   DeviceBuffer<int32_t> s_counts, s_flags;
+  DeviceBuffer<float> s_lv, s_cv, s_thr0;     // fused: level lists, chunk lists, running k-th
+  DeviceBuffer<int64_t> s_li, s_ci;
   std::vector<DeviceBuffer<uint8_t>> s_ring;
   std::vector<DeviceBuffer<RowStats>> s_ring_st;
 
@@ -425,6 +427,22 @@ struct Index::Impl {
         cop = corpus.data() + c0 * RowBytes();
         cst = cstats.data() + c0;
       }
+      if (host_mode && FusedEligibleRows(cn, k)) {
+        // A streamed chunk through the fused path, bounded by the running k-th distances.
+        FM_CUDA_CHECK(cudaStreamWaitEvent(ms, ev_copied[slot]->get(), 0));
+        s_thr0.Resize(static_cast<std::size_t>(nq));
+        s_cv.Resize(static_cast<std::size_t>(nq) * k);
+        s_ci.Resize(static_cast<std::size_t>(nq) * k);
+        detail::LaunchKthColumn(out_v, k, nq, nullptr, s_thr0.data(), ms);
+        if (SearchFused(qop, qst, nq, k, cop, cst, cn, s_thr0.data(), s_cv.data(), s_ci.data(),
+                        t_score, t_select)) {
+          detail::LaunchMergeTopK(out_v, out_i, k, s_cv.data(), s_ci.data(), k, c0, nq, ms);
+          FM_CUDA_CHECK(cudaEventRecord(ev_slot_free[slot]->get(), ms));
+          issue_copy(ci + nbuf);
+          continue;
+        }
+        stats.fused_fallback = true;  // this chunk takes the GEMM + select steps below
+      }
       for (int64_t q0 = 0; q0 < nq; q0 += qt, ++step) {
         const int64_t qn = std::min(qt, nq - q0);
         const int b = static_cast<int>(step % 2);
@@ -463,11 +481,12 @@ struct Index::Impl {
     FM_CUDA_CHECK(cudaStreamSynchronize(ss));
   }
 
-  bool FusedEligible(int64_t k) const {
-    return opt.fused && !host_mode && kind == OperandKind::kInt8Shifted &&
+  // Whether the fused int8 path can search `rows` corpus rows for k neighbours.
+  bool FusedEligibleRows(int64_t rows, int64_t k) const {
+    return opt.fused && kind == OperandKind::kInt8Shifted &&
            (metric == MetricCode::kL2 || metric == MetricCode::kIp) &&
-           (dp == 64 || dp == 128 || dp == 256) && n >= 2048 && n >= 16 * k &&
-           n < (int64_t{1} << 32);
+           (dp == 64 || dp == 128 || dp == 256) && rows >= 2048 && rows >= 16 * k &&
+           rows < (int64_t{1} << 32);
   }
 
   // Fused path; returns false (and leaves outputs unspecified) when the last level overflowed
@@ -480,9 +499,14 @@ struct Index::Impl {
   // keeps every true neighbour; about F * k candidates per query survive each level. An
   // overflow at an inner level only loosens the next threshold; at the last level it sends the
   // search to the tiled path.
-  bool SearchFused(const uint8_t* qop, const RowStats* qst, int64_t nq, int64_t k, float* out_v,
-                   int64_t* out_i, StageTimer& t_score, StageTimer& t_select) {
+  // `cop`/`cst`/`cn`: the corpus rows searched (the device corpus or a streamed chunk).
+  // `init_thr` (optional, device): per-query upper bounds known beforehand (a streamed search's
+  // running k-th distances); results may then hold fewer than k rows, padded.
+  bool SearchFused(const uint8_t* qop, const RowStats* qst, int64_t nq, int64_t k,
+                   const uint8_t* cop, const RowStats* cst, int64_t cn, const float* init_thr,
+                   float* out_v, int64_t* out_i, StageTimer& t_score, StageTimer& t_select) {
     cudaStream_t ms = main();
+    const int64_t n = cn;
     constexpr int64_t kFactor = 8;
     const std::size_t avail = FreeForScratch(nq, k);
     // Strides F^L, ..., F, 1: the coarsest sample is small enough (<= max(8k, 128) rows, at
@@ -499,11 +523,16 @@ struct Index::Impl {
 
     DeviceBuffer<float>& thr = s_thr;
     thr.Resize(static_cast<std::size_t>(nq));
-    DeviceBuffer<float>& lv = s_tv[1];
-    DeviceBuffer<int64_t>& li = s_ti[1];
+    DeviceBuffer<float>& lv = s_lv;
+    DeviceBuffer<int64_t>& li = s_li;
     lv.Resize(static_cast<std::size_t>(std::max<int64_t>(nq * k, nq)));
     li.Resize(static_cast<std::size_t>(std::max<int64_t>(nq * k, nq)));
-    detail::LaunchFillEmpty(thr.data(), li.data(), nq, ms);  // +inf: the coarsest keeps all
+    if (init_thr) {
+      FM_CUDA_CHECK(cudaMemcpyAsync(thr.data(), init_thr, nq * sizeof(float),
+                                    cudaMemcpyDeviceToDevice, ms));
+    } else {
+      detail::LaunchFillEmpty(thr.data(), li.data(), nq, ms);  // +inf: the coarsest keeps all
+    }
     DeviceBuffer<uint64_t>& keys = s_keys;
     DeviceBuffer<int32_t>& counts = s_counts;
     DeviceBuffer<int64_t>& total = s_total;
@@ -536,15 +565,15 @@ struct Index::Impl {
       FM_CUDA_CHECK(cudaMemsetAsync(total.data(), 0, sizeof(int64_t), ms));
       t_score.Begin(ms);
       detail::LaunchFusedFilterInt8(reinterpret_cast<const int8_t*>(qop), qst, nq,
-                                    reinterpret_cast<const int8_t*>(corpus.data()),
-                                    cstats.data(), rows, st, dp, opt.dim, metric, thr.data(),
+                                    reinterpret_cast<const int8_t*>(cop), cst, rows, st, dp,
+                                    opt.dim, metric, thr.data(),
                                     keys.data(), counts.data(), plan, ms);
       t_score.End(ms);
       t_select.Begin(ms);
       detail::LaunchSelectCandidates(keys.data(), counts.data(), nq, plan, k,
                                      last ? out_v : lv.data(), last ? out_i : li.data(),
                                      flags.data(), total.data(), ms);
-      if (!last) detail::LaunchKthColumn(lv.data(), k, nq, thr.data(), ms);
+      if (!last) detail::LaunchKthColumn(lv.data(), k, nq, init_thr, thr.data(), ms);
       t_select.End(ms);
       if (last) stats.tile_cols = plan.ysplit;
     }
@@ -556,7 +585,7 @@ struct Index::Impl {
     FM_CUDA_CHECK(cudaMemcpyAsync(&host_total, total.data(), sizeof(int64_t),
                                   cudaMemcpyDeviceToHost, ms));
     FM_CUDA_CHECK(cudaStreamSynchronize(ms));
-    stats.candidates = host_total;
+    stats.candidates += host_total;
     stats.tile_rows = sample;  // fused: rows of the coarsest sample; tile_cols: slices
     stats.query_tiles = 1;
     stats.corpus_tiles = static_cast<int64_t>(strides.size());  // levels
@@ -567,9 +596,11 @@ struct Index::Impl {
   void SearchPrepared(const uint8_t* qop, const RowStats* qst, int64_t nq, int64_t k,
                       float* out_v, int64_t* out_i, StageTimer& t_score, StageTimer& t_select,
                       StageTimer& t_copy) {
-    if (FusedEligible(k)) {
+    if (!host_mode && FusedEligibleRows(n, k)) {
       stats.path = "fused";
-      if (SearchFused(qop, qst, nq, k, out_v, out_i, t_score, t_select)) return;
+      if (SearchFused(qop, qst, nq, k, corpus.data(), cstats.data(), n, nullptr, out_v, out_i,
+                      t_score, t_select))
+        return;
       stats.fused_fallback = true;
     }
     stats.path = host_mode ? "streamed" : "tiled";

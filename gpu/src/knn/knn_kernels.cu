@@ -250,9 +250,12 @@ __global__ void DropSelfKernel(const float* __restrict__ in_vals, const int64_t*
   }
 }
 
-__global__ void KthColumnKernel(const float* vals, int64_t k, int64_t rows, float* thr) {
+__global__ void KthColumnKernel(const float* vals, int64_t k, int64_t rows, const float* bound,
+                                float* thr) {
   const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (r < rows) thr[r] = vals[r * k + k - 1];
+  if (r >= rows) return;
+  const float v = vals[r * k + k - 1];
+  thr[r] = bound ? fminf(v, bound[r]) : v;
 }
 
 unsigned GridFor(int64_t n, int block) {
@@ -341,10 +344,10 @@ void LaunchDropSelf(const float* in_vals, const int64_t* in_idx, int64_t k, int6
   FM_CUDA_CHECK_LAUNCH();
 }
 
-void LaunchKthColumn(const float* vals, int64_t k, int64_t rows, float* thresholds,
-                     cudaStream_t stream) {
+void LaunchKthColumn(const float* vals, int64_t k, int64_t rows, const float* bound,
+                     float* thresholds, cudaStream_t stream) {
   if (rows <= 0) return;
-  KthColumnKernel<<<GridFor(rows, 256), 256, 0, stream>>>(vals, k, rows, thresholds);
+  KthColumnKernel<<<GridFor(rows, 256), 256, 0, stream>>>(vals, k, rows, bound, thresholds);
   FM_CUDA_CHECK_LAUNCH();
 }
 

@@ -84,8 +84,8 @@ void LaunchSelectCandidates(const uint64_t* keys, const int32_t* counts, int64_t
                             const FusedPlan& plan, int64_t k, float* out_vals, int64_t* out_idx,
                             int32_t* flags, int64_t* total, cudaStream_t stream);
 
-// Strided k-th value: thresholds[q] = vals[q * k + k - 1].
-void LaunchKthColumn(const float* vals, int64_t k, int64_t rows, float* thresholds,
-                     cudaStream_t stream);
+// Strided k-th value: thresholds[q] = vals[q * k + k - 1], or its minimum with bound[q].
+void LaunchKthColumn(const float* vals, int64_t k, int64_t rows, const float* bound,
+                     float* thresholds, cudaStream_t stream);
 
 }  // namespace fm::gpu::detail
