@@ -45,9 +45,6 @@ __device__ __forceinline__ void MmaS8(int (&c)[4], const uint32_t (&a)[4], uint3
 __device__ __forceinline__ int QueryTerm(const RowStats& s, MetricCode m, int dim) {
   return m == MetricCode::kL2 ? __float2int_rn(s.x) : -128 * __float2int_rn(s.y) - 16384 * dim;
 }
-__device__ __forceinline__ int CorpusTerm(const RowStats& s, MetricCode m) {
-  return m == MetricCode::kL2 ? __float2int_rn(s.x) : -128 * __float2int_rn(s.y);
-}
 
 __device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], const void* smem_row) {
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem_row));
