@@ -1,4 +1,5 @@
-// Merge queue k-selection with buffered search and hierarchical partition, one block per row.
+// Merge queue k-selection with buffered search and hierarchical partition, one block per row
+// (used above kMaxWarpMergeQueue; smaller k run one warp per row, see warp_merge_queue.cuh).
 //
 // The queue holds the KB smallest words seen so far, sorted ascending in shared memory; its k-th
 // word is the threshold of the buffered search (select_stream.cuh), whose per-group minima prune
@@ -12,6 +13,7 @@
 #include "select/select_common.cuh"
 #include "select/select_launch.cuh"
 #include "select/select_stream.cuh"
+#include "select/warp_merge_queue.cuh"
 
 namespace fm::gpu::detail {
 
@@ -54,8 +56,13 @@ __global__ void __launch_bounds__(T, 3) MergeQueueKernel(SelectArgs a, int64_t r
   WriteRow<T>(a, row, queue);
 }
 
+// k <= 1024: one warp per row (warp_merge_queue.cuh); larger buckets: one block per row.
 template <int KB>
 void LaunchMergeQueue(const SelectArgs& a) {
+  if constexpr (KB <= kMaxWarpMergeQueue) {
+    LaunchWarpMergeQueue<KB>(a);
+    return;
+  }
   constexpr int T = 256, U = 4;
   using C = MergeQueueConfig<KB, T, U>;
   auto kernel = MergeQueueKernel<KB, T, U>;

@@ -162,7 +162,9 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
     // Few long rows leave SMs idle with one block per row: cut each row into pieces (each at
     // least 16384 and 8k columns, a multiple of 4 so 16-byte loads stay aligned), select k in
     // every piece, then select k again over the pieces' results, carrying their indices.
-    const int64_t want = 6 * static_cast<int64_t>(sms);  // launch rows that fill the GPU
+    // Launch rows that fill the GPU: the warp-per-row merge queue needs about 32 per SM.
+    const bool warp_rows = use == SelectAlgo::kMergeQueue && k <= 1024;
+    const int64_t want = (warp_rows ? 32 : 6) * static_cast<int64_t>(sms);
     const int64_t min_len = std::max<int64_t>(16384, 8 * k);
     if (rows < want && cols >= 2 * min_len) {
       int64_t pieces = std::min((want + rows - 1) / rows, cols / min_len);

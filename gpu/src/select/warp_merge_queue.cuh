@@ -1,0 +1,223 @@
+// Merge queue k-selection, one warp per row (several rows per block), for k up to 1024.
+//
+// Each warp owns one row and a small piece of shared memory: the queue (the KB smallest words seen
+// so far, sorted ascending) and a candidate buffer of B words. The row is streamed once: every
+// lane loads U float4 per chunk (32 * 4 * U columns per warp, all loads of a chunk in flight
+// together, so many warps per SM keep enough bytes in flight to reach the read bandwidth).
+//
+// Hierarchical partition, top-down: the minimum of each float4 against the warp's threshold,
+// voted over the warp (one vote rejects 128 columns); only the groups that pass test their
+// elements, and only lanes with candidates write them, placed with ballots and population counts.
+// Buffered search: when the buffer would overflow, the warp sorts it (a bitonic network over its
+// shared memory) and merges its KB smallest into the queue (min of the queue and the mirrored
+// run, then a bitonic merge), which lowers the threshold to the queue's k-th word.
+//
+// A tight threshold comes early: in the first chunk each lane splits its 4U values into g groups
+// (32 g >= k); the largest of the 32 g group minima has at least k values at or below it, so it
+// bounds the k-th smallest value of the row and prunes the rest of the first chunk already.
+#pragma once
+
+#include "select/select_common.cuh"
+
+namespace fm::gpu::detail {
+
+// Largest bucket of k run one warp per row.
+constexpr int kMaxWarpMergeQueue = 1024;
+
+template <int KB>
+struct WarpMqShape {
+  static constexpr int kBuf = KB < 128 ? 128 : KB;        // candidate buffer (>= 128: one group)
+  static constexpr int kVec = KB <= 256 ? 8 : 4;          // float4 per lane per chunk
+  static constexpr int kWarps = 4;                        // rows per block
+  static constexpr int kMinBlocks = KB <= 256 ? 8 : KB <= 512 ? 6 : 4;
+  static constexpr int kChunk = 32 * 4 * kVec;
+  static constexpr int kSharedPerWarp = (KB + kBuf) * 8;
+  static constexpr int kShared = kWarps * kSharedPerWarp;
+};
+
+// Merges buf[0, fill) into queue (both per-warp shared memory); returns the new threshold. The
+// networks run over shared memory with loops, not unrolled: the flush is rare, and compact code
+// keeps the streaming loop of the 30-odd warps of an SM in the instruction cache.
+template <int KB>
+__device__ __noinline__ u64 WarpMqFlush(u64* queue, u64* buf, int fill, int k, u64 bound) {
+  constexpr int B = WarpMqShape<KB>::kBuf;
+  const int lane = threadIdx.x & 31;
+  __syncwarp();
+  for (int i = fill + lane; i < B; i += 32) buf[i] = kSentinel;
+  __syncwarp();
+  // Bitonic sort of buf, descending.
+#pragma unroll 1
+  for (int size = 2; size <= B; size <<= 1) {
+#pragma unroll 1
+    for (int s = size >> 1; s > 0; s >>= 1) {
+#pragma unroll
+      for (int p = lane; p < B / 2; p += 32) {
+        const int i = ((p & ~(s - 1)) << 1) | (p & (s - 1));
+        const u64 x = buf[i], y = buf[i + s];
+        const bool up = (i & size) == 0;
+        if (up ? (x < y) : (x > y)) {
+          buf[i] = y;
+          buf[i + s] = x;
+        }
+      }
+      __syncwarp();
+    }
+  }
+  // buf[B - KB + i] is the buffer's (KB - 1 - i)-th smallest: min with queue[i] is bitonic.
+#pragma unroll
+  for (int i = lane; i < KB; i += 32) queue[i] = MinU64(queue[i], buf[B - KB + i]);
+  __syncwarp();
+#pragma unroll 1
+  for (int s = KB >> 1; s > 0; s >>= 1) {
+#pragma unroll
+    for (int p = lane; p < KB / 2; p += 32) {
+      const int i = ((p & ~(s - 1)) << 1) | (p & (s - 1));
+      const u64 x = queue[i], y = queue[i + s];
+      if (x > y) {
+        queue[i] = y;
+        queue[i + s] = x;
+      }
+    }
+    __syncwarp();
+  }
+  const u64 t = queue[k - 1];
+  __syncwarp();
+  return MinU64(t, bound);
+}
+
+template <int KB>
+__global__ void __launch_bounds__(32 * WarpMqShape<KB>::kWarps, WarpMqShape<KB>::kMinBlocks)
+    WarpMergeQueueKernel(SelectArgs a, int64_t row0) {
+  using S = WarpMqShape<KB>;
+  constexpr int U = S::kVec, B = S::kBuf, kChunk = S::kChunk;
+  extern __shared__ u64 smem[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const int64_t row = row0 + static_cast<int64_t>(blockIdx.x) * S::kWarps + warp;
+  if (row >= a.rows) return;
+  u64* queue = smem + warp * (KB + B);
+  u64* buf = queue + KB;
+  for (int i = lane; i < KB; i += 32) queue[i] = kSentinel;
+  const int k = a.k;
+  const RowView rv = GetRow(a, row);
+  const float* rp = rv.p;
+  const int64_t cols = rv.cols;
+  const bool vec = (reinterpret_cast<uintptr_t>(rp) & 15u) == 0;
+  const unsigned lt = LaneMaskLt();
+  u64 thr = kSentinel, bound = kSentinel;
+  int fill = 0;
+  for (int64_t base = 0; base < cols; base += kChunk) {
+    float4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t c0 = base + static_cast<int64_t>(u * 32 + lane) * 4;
+      if (vec && c0 + 3 < cols) {
+        v[u] = __ldcs(reinterpret_cast<const float4*>(rp + c0));
+      } else {
+        float e4[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int64_t c = vec ? c0 + e : base + static_cast<int64_t>((u * 4 + e) * 32 + lane);
+          e4[e] = c < cols ? __ldcs(rp + c) : __int_as_float(0x7fffffff);
+        }
+        v[u] = make_float4(e4[0], e4[1], e4[2], e4[3]);
+      }
+    }
+    const unsigned cbase = static_cast<unsigned>(base);
+    const int lim = cols - base < kChunk ? static_cast<int>(cols - base) : kChunk;
+    float m[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) m[u] = fminf(fminf(v[u].x, v[u].y), fminf(v[u].z, v[u].w));
+    if (base == 0 && cols >= kChunk && k <= 32 * U) {
+      // g groups per lane of U / g float4 each, 32 g >= k: the largest group minimum bounds
+      // the k-th smallest value.
+      int g = 1;
+      while (32 * g < k) g <<= 1;
+      const int per = U / g;
+      unsigned lb = 0;
+      float mm = __int_as_float(0x7fffffff);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        mm = fminf(mm, m[u]);
+        if ((u + 1) % per == 0) {
+          lb = max(lb, FloatKey(mm));
+          mm = __int_as_float(0x7fffffff);
+        }
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) lb = max(lb, __shfl_xor_sync(kFullMask, lb, o));
+      bound = (static_cast<u64>(lb) << 32) | 0xffffffffull;
+      thr = bound;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      unsigned thr_key = static_cast<unsigned>(thr >> 32);
+      // A float4 whose minimum is above a finite threshold value holds no candidate.
+      bool pass = thr_key >= 0xff800000u || m[u] <= KeyToFloat(thr_key);
+      if (!__any_sync(kFullMask, pass)) continue;
+      const float ve[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+      // Column of element e within the chunk (columns fit 32 bits: cols < 2^32 - 1).
+      const int off0 = vec ? (u * 32 + lane) * 4 : u * 128 + lane;
+      const int step = vec ? 1 : 32;
+      bool cand[4];
+      unsigned bal[4];
+      int total;
+      for (;;) {
+        total = 0;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int off = off0 + e * step;
+          cand[e] = pass && off < lim && Pack(FloatKey(ve[e]), cbase + off) < thr;
+          bal[e] = __ballot_sync(kFullMask, cand[e]);
+          total += __popc(bal[e]);
+        }
+        if (fill + total <= B) break;
+        thr = WarpMqFlush<KB>(queue, buf, fill, k, bound);
+        fill = 0;
+        thr_key = static_cast<unsigned>(thr >> 32);
+        pass = thr_key >= 0xff800000u || m[u] <= KeyToFloat(thr_key);
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (cand[e]) {
+          buf[fill + __popc(bal[e] & lt)] = Pack(FloatKey(ve[e]), cbase + off0 + e * step);
+        }
+        fill += __popc(bal[e]);
+      }
+    }
+  }
+  if (fill > 0) WarpMqFlush<KB>(queue, buf, fill, k, bound);
+  __syncwarp();
+  const int64_t out0 = row * static_cast<int64_t>(k);
+  for (int i = lane; i < k; i += 32) {
+    const u64 w = queue[i];
+    float val;
+    int64_t idx;
+    if (w == kSentinel) {
+      val = __int_as_float(0x7f800000);
+      idx = -1;
+    } else {
+      val = KeyToFloat(static_cast<unsigned>(w >> 32));
+      const int64_t col = rv.col0 + static_cast<int64_t>(w & 0xffffffffull);
+      idx = a.in_indices ? a.in_indices[rv.src_row * a.row_stride + col] : col;
+    }
+    a.out_values[out0 + i] = val;
+    a.out_indices[out0 + i] = idx;
+  }
+}
+
+template <int KB>
+void LaunchWarpMergeQueue(const SelectArgs& a) {
+  using S = WarpMqShape<KB>;
+  auto kernel = WarpMergeQueueKernel<KB>;
+  PrepareSharedMemory(kernel, S::kShared, a);
+  constexpr int64_t kMaxGrid = int64_t{1} << 30;
+  const int64_t blocks = (a.rows + S::kWarps - 1) / S::kWarps;
+  for (int64_t b0 = 0; b0 < blocks; b0 += kMaxGrid) {
+    const int64_t n = blocks - b0 < kMaxGrid ? blocks - b0 : kMaxGrid;
+    kernel<<<static_cast<unsigned>(n), 32 * S::kWarps, S::kShared, a.stream>>>(a,
+                                                                               b0 * S::kWarps);
+    FM_CUDA_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace fm::gpu::detail
