@@ -173,6 +173,22 @@ TEST_F(MatchViewTest, SecondRequestWinsOverTheFirst) {
   ExpectSame(Shown(), LibraryCounts(a_, b_, {}, m));
 }
 
+TEST_F(MatchViewTest, ReplacingAnImageDropsTheRunningMatch) {
+  SetAutoRun(false);
+  OpenSamples();
+  view_->Run();
+  const std::string other = test::Sample("graf1.png");
+  view_->OpenImage(1, QString::fromStdString(other));  // while the match runs
+  ASSERT_TRUE(WaitFor([&] { return view_->imageReady(1) && !view_->busy(); }));
+  EXPECT_EQ(finished_, 0);  // the box/box_in_scene result was not shown
+  EXPECT_EQ(view_->outcome(), nullptr);
+  view_->Run();
+  ASSERT_TRUE(WaitFinished(1)) << errors_.join("\n").toStdString();
+  EXPECT_EQ(finished_, 1);
+  EXPECT_EQ(view_->outcome()->request.path_b.toStdString(), other);
+  ExpectSame(Shown(), LibraryCounts(a_, other, {}, {}));
+}
+
 TEST_F(MatchViewTest, BadFileGivesAnErrorDialogNotACrash) {
   QTemporaryDir dir;
   const QString broken = dir.filePath("broken.png");
@@ -340,7 +356,8 @@ TEST_F(MatchViewTest, SettingsAndRecentFilesPersist) {
   SetAutoRun(false);
   OpenSamples();
   view_->options()->ratioBox()->setValue(0.72);
-  window_->close();  // saves settings
+  EXPECT_FALSE(window_->windowIcon().isNull());  // the bundled icon is found
+  window_->close();                              // saves settings
   window_ = std::make_unique<ui::MainWindow>();
   view_ = window_->matchView();
   EXPECT_NEAR(view_->options()->ratioBox()->value(), 0.72, 1e-9);

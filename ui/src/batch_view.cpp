@@ -226,7 +226,8 @@ BatchView::BatchView(const OptionsPanel* options, QWidget* parent)
   ll->addWidget(prog);
   ll->addWidget(summary_label_);
   ll->addStretch(1);
-  left->setMaximumWidth(560);
+  left->setMinimumWidth(440);
+  left->setMaximumWidth(600);
 
   auto* proxy = new QSortFilterProxyModel(this);
   proxy->setSourceModel(model_);

@@ -22,6 +22,9 @@
 #include "fm/ui/match_view.h"
 #include "fm/ui/options_panel.h"
 
+// Resources of a static library are registered by hand (outside any namespace).
+static void InitFeatmatchResources() { Q_INIT_RESOURCE(featmatch); }
+
 namespace fm::ui {
 
 namespace {
@@ -34,7 +37,9 @@ MainWindow::MainWindow(QWidget* parent)
       match_view_(new MatchView),
       logo_view_(new LogoView),
       batch_view_(new BatchView(match_view_->options())) {
+  InitFeatmatchResources();
   setWindowTitle(tr("featmatch"));
+  setWindowIcon(QIcon(":/featmatch/featmatch.png"));
   setObjectName("fm_main_window");
   tabs_->setObjectName("fm_tabs");
   tabs_->setDocumentMode(true);

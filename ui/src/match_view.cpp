@@ -267,6 +267,11 @@ MatchView::MatchView(QWidget* parent)
           });
   connect(controller_, &MatchController::finished, this, [this](auto outcome) {
     SetBusy(false);
+    // An image was replaced while this match ran: its result belongs to the old pair.
+    if (outcome->request.path_a != paths_[0] || outcome->request.path_b != paths_[1]) {
+      stage_->setText(tr("Discarded the result of the previous images"));
+      return;
+    }
     ShowOutcome(std::move(outcome));
     emit matchFinished();
   });
@@ -284,6 +289,7 @@ void MatchView::OpenImage(int side, const QString& path) {
   if (side < 0 || side > 1 || path.isEmpty()) return;
   paths_[side] = path;
   ready_[side] = false;
+  controller_->Cancel();  // a match of the previous image is out of date
   ClearResult();
   UpdateActions();
   stage_->setText(tr("Loading %1").arg(QFileInfo(path).fileName()));
