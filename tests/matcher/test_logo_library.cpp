@@ -269,6 +269,23 @@ TEST_F(LogoQueryTest, NegativeSceneHasNoDetection) {
   }
 }
 
+TEST_F(LogoQueryTest, MakingASceneLeavesTheLogoUnchanged) {
+  // Small logos are low-pass filtered before they are warped; the filter must work on a copy,
+  // or every later scene would get a logo blurred once more.
+  const EvalLogo& zeta = *Logo("zeta");
+  const cv::Mat image = zeta.image.clone(), mask = zeta.mask.clone();
+  LogoEvalOptions o = SceneOptions();
+  o.min_logo_width = 60;
+  o.max_logo_width = 80;
+  for (int i = 0; i < 3; ++i) {
+    cv::RNG rng(200 + i);
+    const EvalScene s = MakeEvalScene({&zeta}, (*backgrounds_)[0], false, false, rng, o);
+    ASSERT_EQ(s.truth.size(), 1u);
+  }
+  EXPECT_EQ(cv::norm(zeta.image, image, cv::NORM_INF), 0.0);
+  EXPECT_EQ(cv::norm(zeta.mask, mask, cv::NORM_INF), 0.0);
+}
+
 TEST_F(LogoQueryTest, RejectsMismatchedDescriptorsAndBadOptions) {
   core::Features f;
   f.keypoints.resize(3);

@@ -237,12 +237,17 @@ bool Paste(cv::Mat& scene, const EvalLogo& logo, std::vector<cv::Rect>& taken, c
                                     {0, static_cast<float>(h)}};
     const cv::Mat H = cv::getPerspectiveTransform(src, dst);
     // Optical low-pass before shrinking (a camera integrates over each pixel).
-    cv::Mat img = logo.image, mask = logo.mask;
+    // The blurred copies go to fresh buffers: `logo` is shared by every scene of the set and
+    // must stay as it is (blurring into a header of it would blur it again in each later scene).
+    cv::Mat img, mask;
     const double scale = tw / w;
     if (scale < 0.8) {
       const double sigma = 0.45 / scale;
       cv::GaussianBlur(logo.image, img, cv::Size(), sigma);
       cv::GaussianBlur(logo.mask, mask, cv::Size(), sigma * 0.5);
+    } else {
+      img = logo.image;
+      mask = logo.mask;
     }
     cv::Mat wimg, wmask;
     cv::warpPerspective(img, wimg, H, scene.size(), cv::INTER_LINEAR, cv::BORDER_CONSTANT);
