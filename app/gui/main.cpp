@@ -1,17 +1,14 @@
 // featmatch-gui: the Qt 6 desktop app. Parses the command line and opens the main window.
-#include <QApplication>
 #include <QCommandLineParser>
 #include <QTimer>
 #include <cstdio>
 
+#include "fm/ui/application.h"
 #include "fm/ui/main_window.h"
 #include "fm/ui/match_view.h"
 
 int main(int argc, char** argv) {
-  QApplication app(argc, argv);
-  QApplication::setOrganizationName("featmatch");
-  QApplication::setApplicationName("featmatch");
-  QApplication::setApplicationVersion("0.1.0");
+  fm::ui::Application app(argc, argv);
 
   QCommandLineParser parser;
   parser.setApplicationDescription(

@@ -7,9 +7,11 @@
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QLabel>
+#include <QMenu>
 #include <QMimeData>
 #include <QMouseEvent>
 #include <QSpinBox>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QUrl>
 #include <fstream>
@@ -309,6 +311,25 @@ TEST_F(MatchViewTest, ZoomAndFit) {
   EXPECT_TRUE(canvas->fitting());
 }
 
+TEST_F(MatchViewTest, ShortcutsActOnlyInTheVisibleView) {
+  SetAutoRun(false);
+  OpenSamples();
+  EXPECT_TRUE(view_->runAction()->isEnabled());
+  window_->tabs()->setCurrentIndex(1);  // Logos
+  EXPECT_FALSE(view_->runAction()->isEnabled());
+  EXPECT_FALSE(view_->zoomInAction()->isEnabled());
+  // Opening a recent file from another view brings the match view back.
+  QMenu* recent = nullptr;
+  for (QMenu* m : window_->findChildren<QMenu*>())
+    if (m->title() == "Open Recent as B") recent = m;
+  ASSERT_NE(recent, nullptr);
+  ASSERT_FALSE(recent->actions().isEmpty());
+  recent->actions().first()->trigger();
+  EXPECT_EQ(window_->tabs()->currentWidget(), view_);
+  ASSERT_TRUE(WaitFor([&] { return view_->imageReady(1); }));
+  EXPECT_TRUE(view_->runAction()->isEnabled());
+}
+
 TEST_F(MatchViewTest, SavesDrawingAndReport) {
   SetAutoRun(false);
   OpenSamples();
@@ -365,6 +386,24 @@ TEST_F(MatchViewTest, SettingsAndRecentFilesPersist) {
   ASSERT_GE(recent.size(), 2);
   EXPECT_TRUE(recent.contains(QString::fromStdString(a_)));
   EXPECT_TRUE(recent.contains(QString::fromStdString(b_)));
+}
+
+// An object whose event handler throws, as a defect in a slot might.
+class Thrower : public QObject {
+ public:
+  bool event(QEvent* e) override {
+    if (e->type() == QEvent::User) throw std::runtime_error("thrown inside an event handler");
+    return QObject::event(e);
+  }
+};
+
+TEST(ApplicationTest, AnExceptionInEventDeliveryBecomesADialog) {
+  App();
+  Thrower thrower;
+  QCoreApplication::postEvent(&thrower, new QEvent(QEvent::User));
+  ASSERT_TRUE(WaitFor([] { return !test::ErrorDialogs().isEmpty(); }, 10000));
+  EXPECT_TRUE(test::ErrorDialogs().last()->text().contains("thrown inside an event handler"));
+  test::CloseErrorDialogs();
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <QThread>
 #include <functional>
 
+#include "fm/ui/application.h"
 #include "fm/ui/error_dialog.h"
 
 namespace fm::test {
@@ -30,7 +31,7 @@ inline QApplication* App() {
     static int argc = 1;
     static char name[] = "fm_ui_tests";
     static char* argv[] = {name, nullptr};
-    auto* a = new QApplication(argc, argv);
+    auto* a = new ui::Application(argc, argv);
     QApplication::setOrganizationName("featmatch-tests");
     QApplication::setApplicationName("fm_ui_tests");
     static QTemporaryDir settings_dir;

@@ -48,6 +48,11 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(batch_view_, tr("Batch"));
   setCentralWidget(tabs_);
   BuildMenus();
+  connect(tabs_, &QTabWidget::currentChanged, this,
+          [this] { match_view_->SetActive(tabs_->currentWidget() == match_view_); });
+  // Opening an image from another view brings the match view forward.
+  for (QAction* a : {match_view_->openA(), match_view_->openB()})
+    connect(a, &QAction::triggered, this, [this] { tabs_->setCurrentWidget(match_view_); });
 
   std::string gpu;
   auto* device =
@@ -137,8 +142,10 @@ void MainWindow::RebuildRecentMenus() {
       QAction* a =
           menu->addAction(QString("&%1  %2").arg((i + 1) % 10).arg(QFileInfo(path).fileName()));
       a->setToolTip(path);
-      connect(a, &QAction::triggered, this,
-              [this, side, path] { match_view_->OpenImage(side, path); });
+      connect(a, &QAction::triggered, this, [this, side, path] {
+        tabs_->setCurrentWidget(match_view_);
+        match_view_->OpenImage(side, path);
+      });
     }
     if (files.isEmpty()) menu->addAction(tr("(none)"))->setEnabled(false);
     menu->addSeparator();

@@ -330,15 +330,22 @@ void MatchView::Run() {
 void MatchView::SetBusy(bool busy, const QString& stage) {
   progress_->setVisible(busy);
   cancel_button_->setVisible(busy);
-  cancel_->setEnabled(busy);
+  cancel_->setEnabled(active_ && busy);
   stage_->setText(stage);
 }
 
 void MatchView::UpdateActions() {
-  run_->setEnabled(ready_[0] && ready_[1] && options_->Valid());
-  save_drawing_->setEnabled(outcome_ != nullptr);
-  save_report_->setEnabled(outcome_ != nullptr);
-  cancel_->setEnabled(busy());
+  run_->setEnabled(active_ && ready_[0] && ready_[1] && options_->Valid());
+  save_drawing_->setEnabled(active_ && outcome_ != nullptr);
+  save_report_->setEnabled(active_ && outcome_ != nullptr);
+  cancel_->setEnabled(active_ && busy());
+  for (QAction* a : {zoom_in_, zoom_out_, zoom_fit_, zoom_actual_, show_keypoints_, show_outliers_})
+    a->setEnabled(active_);
+}
+
+void MatchView::SetActive(bool active) {
+  active_ = active;
+  UpdateActions();
 }
 
 void MatchView::ShowOutcome(std::shared_ptr<const MatchOutcome> outcome) {

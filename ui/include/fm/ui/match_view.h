@@ -61,6 +61,9 @@ class MatchView : public QWidget {
   void SaveSettings(QSettings& settings) const;
   void LoadSettings(QSettings& settings);
 
+  // Whether the view is the one on screen: its run, save and zoom shortcuts act only then.
+  void SetActive(bool active);
+
  signals:
   void imageOpened(int side, const QString& path);
   void matchFinished();
@@ -88,6 +91,7 @@ class MatchView : public QWidget {
   QTimer* rerun_timer_;
   QString paths_[2];
   bool ready_[2] = {false, false};
+  bool active_ = true;
   std::shared_ptr<const MatchOutcome> outcome_;
 
   QLabel* features_[2];
