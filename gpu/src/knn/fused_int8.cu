@@ -16,7 +16,9 @@
 namespace fm::gpu::detail {
 namespace {
 
-constexpr int kBlockRows = 128;  // queries per CTA and corpus rows per iteration
+constexpr int kBlockRows = 128;  // queries per CTA; corpus rows per sub-block
+constexpr int kSub = 2;          // corpus sub-blocks per pipeline stage (one barrier each)
+constexpr int kIterRows = kBlockRows * kSub;
 constexpr int kThreads = 256;    // 8 warps: 4 along queries (32 rows) x 2 along corpus (64)
 
 __device__ __forceinline__ void CpAsync16(void* smem_dst, const void* src, int src_bytes) {
@@ -70,8 +72,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   extern __shared__ __align__(16) unsigned char smem[];
   int8_t* a_s = reinterpret_cast<int8_t*>(smem);
   int8_t* b_s = a_s + kBlockRows * kLd;
-  RowStats* st_s = reinterpret_cast<RowStats*>(b_s + 2 * kBlockRows * kLd);  // [2][128]
-  int* cnt_s = reinterpret_cast<int*>(st_s + 2 * kBlockRows);                 // [128]
+  RowStats* st_s = reinterpret_cast<RowStats*>(b_s + 2 * kIterRows * kLd);  // [2][256]
+  int* cnt_s = reinterpret_cast<int*>(st_s + 2 * kIterRows);                 // [128]
   int* qterm_s = cnt_s + kBlockRows;                                          // [128]
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -111,20 +113,19 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 
   auto load_b = [&](int64_t blk, int stage) {
-    const int64_t c0 = blk * kBlockRows;
-    int8_t* dst = b_s + stage * kBlockRows * kLd;
-    for (int i = tid; i < kBlockRows * kChunks; i += kThreads) {
+    const int64_t c0 = blk * kIterRows;
+    int8_t* dst = b_s + stage * kIterRows * kLd;
+    for (int i = tid; i < kIterRows * kChunks; i += kThreads) {
       const int r = i / kChunks, ch = i % kChunks;
       const int64_t row = c0 + r;
       const bool ok = row < n;
       CpAsync16(dst + r * kLd + ch * 16, corpus + (ok ? row * row_stride : 0) * kDp + ch * 16,
                 ok ? 16 : 0);
     }
-    if (tid < kBlockRows) {
-      const int64_t row = c0 + tid;
+    for (int r = tid; r < kIterRows; r += kThreads) {
+      const int64_t row = c0 + r;
       const bool ok = row < n;
-      CpAsync16(st_s + stage * kBlockRows + tid, cstats + (ok ? row * row_stride : 0),
-                ok ? 16 : 0);
+      CpAsync16(st_s + stage * kIterRows + r, cstats + (ok ? row * row_stride : 0), ok ? 16 : 0);
     }
     CpAsyncCommit();
   };
@@ -142,8 +143,10 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     __syncthreads();
 
-    const int8_t* b_tile = b_s + stage * kBlockRows * kLd;
-    const RowStats* cs = st_s + stage * kBlockRows;
+  for (int sb = 0; sb < kSub; ++sb) {
+    const int8_t* b_tile = b_s + (stage * kIterRows + sb * kBlockRows) * kLd;
+    const RowStats* cs = st_s + stage * kIterRows + sb * kBlockRows;
+    const int64_t cbase = blk * kIterRows + sb * kBlockRows;
     // The accumulators start at -bound(q, c): after the products, acc >= 0 exactly for the
     // candidates (cterm + alpha * ip <= qlim  <=>  ip >= bound), so one AND per 8 values finds
     // whether any of them passed.
@@ -202,7 +205,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
           const int cl = wn * 64 + nt * 8 + 2 * t + j;
-          const int64_t c = blk * kBlockRows + cl;
+          const int64_t c = cbase + cl;
           const RowStats st = cs[cl];
           const int cterm = l2 ? __float2int_rn(st.x) : -128 * __float2int_rn(st.y);
 #pragma unroll
@@ -235,7 +238,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int i = 0; i < 4; ++i) {
           const int v = cterm + alpha * acc[i >> 1][nt][(i & 1) * 2 + j];
           if (v <= qlim[i]) {
-            const int64_t c = blk * kBlockRows + cl;
+            const int64_t c = cbase + cl;
             const int row = wm * 32 + (i >> 1) * 16 + (i & 1) * 8 + g;
             if (c < n) {
               const int d = v + qterm_s[row];
@@ -250,6 +253,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
     }
+  }
     __syncthreads();
     stage ^= 1;
   }
@@ -325,7 +329,7 @@ __global__ void SelectCandidatesKernel(const uint64_t* __restrict__ keys,
 
 // Bitonic sort of 32 * KPL keys held KPL per lane (element e = lane * KPL + j), ascending.
 template <int KPL>
-__device__ __forceinline__ void WarpBitonicSort(uint64_t (&key)[32], int lane) {
+__device__ __forceinline__ void WarpBitonicSort(uint64_t (&key)[KPL], int lane) {
   constexpr int kN = 32 * KPL;
 #pragma unroll
   for (int size = 2; size <= kN; size <<= 1) {
@@ -366,7 +370,7 @@ __device__ __forceinline__ void WarpBitonicSort(uint64_t (&key)[32], int lane) {
 template <int KPL>
 __device__ __forceinline__ void WarpSortSelect(const uint64_t* skeys, int cnt, int64_t k,
                                                int lane, float* out_vals, int64_t* out_idx) {
-  uint64_t key[32];
+  uint64_t key[KPL];
 #pragma unroll
   for (int j = 0; j < KPL; ++j) {
     const int e = lane * KPL + j;
@@ -388,14 +392,14 @@ __device__ __forceinline__ void WarpSortSelect(const uint64_t* skeys, int cnt, i
   }
 }
 
-// One warp per query (up to 1024 candidates): slices gathered into shared memory through a
-// warp prefix sum of their counts, then sorted in registers.
-__global__ void SelectCandidatesWarpKernel(const uint64_t* __restrict__ keys,
-                                           const int32_t* __restrict__ counts, int64_t nq,
-                                           int ysplit, int per, int max_keys, int64_t k,
-                                           float* __restrict__ out_vals,
-                                           int64_t* __restrict__ out_idx, int32_t* flags,
-                                           int64_t* total) {
+// One warp per query (up to 32 * KPL candidates): slice counts prefix-summed across the warp,
+// each slice copied by the whole warp into shared memory, then sorted in registers.
+template <int KPL>
+__global__ void __launch_bounds__(128)
+    SelectCandidatesWarpKernel(const uint64_t* __restrict__ keys,
+                               const int32_t* __restrict__ counts, int64_t nq, int ysplit,
+                               int per, int max_keys, int64_t k, float* __restrict__ out_vals,
+                               int64_t* __restrict__ out_idx, int32_t* flags, int64_t* total) {
   extern __shared__ uint64_t wkeys[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t q = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + warp;
@@ -416,9 +420,13 @@ __global__ void SelectCandidatesWarpKernel(const uint64_t* __restrict__ keys,
       const int v = __shfl_up_sync(0xffffffffu, incl, o);
       if (lane >= o) incl += v;
     }
-    const int start = base + incl - c;
-    const uint64_t* src = keys + (q * ysplit + sl) * per;
-    for (int j = 0; j < c && start + j < max_keys; ++j) skeys[start + j] = src[j];
+    const int nsl = ysplit - s0 < 32 ? ysplit - s0 : 32;
+    for (int i = 0; i < nsl; ++i) {
+      const int ci = __shfl_sync(0xffffffffu, c, i);
+      const int start = base + __shfl_sync(0xffffffffu, incl, i) - ci;
+      const uint64_t* src = keys + (q * ysplit + s0 + i) * per;
+      for (int j = lane; j < ci && start + j < max_keys; j += 32) skeys[start + j] = src[j];
+    }
     base += __shfl_sync(0xffffffffu, incl, 31);
   }
   over = __any_sync(0xffffffffu, over) || base > max_keys;
@@ -430,10 +438,10 @@ __global__ void SelectCandidatesWarpKernel(const uint64_t* __restrict__ keys,
   const int cnt = base < max_keys ? base : max_keys;
   float* ov = out_vals + q * k;
   int64_t* oi = out_idx + q * k;
-  if (cnt <= 128) WarpSortSelect<4>(skeys, cnt, k, lane, ov, oi);
-  else if (cnt <= 256) WarpSortSelect<8>(skeys, cnt, k, lane, ov, oi);
-  else if (cnt <= 512) WarpSortSelect<16>(skeys, cnt, k, lane, ov, oi);
-  else WarpSortSelect<32>(skeys, cnt, k, lane, ov, oi);
+  if (KPL > 4 && cnt <= 128) WarpSortSelect<4>(skeys, cnt, k, lane, ov, oi);
+  else if (KPL > 8 && cnt <= 256) WarpSortSelect<(KPL > 8 ? 8 : 4)>(skeys, cnt, k, lane, ov, oi);
+  else if (KPL > 16 && cnt <= 512) WarpSortSelect<(KPL > 16 ? 16 : 4)>(skeys, cnt, k, lane, ov, oi);
+  else WarpSortSelect<KPL>(skeys, cnt, k, lane, ov, oi);
 }
 
 constexpr int64_t kMaxKeys = 16384;
@@ -444,8 +452,8 @@ void LaunchFusedKdG(const int8_t* queries, const RowStats* qstats, int64_t nq,
                     int32_t dim, MetricCode metric, const float* thresholds, uint64_t* keys,
                     int32_t* counts, const FusedPlan& plan, cudaStream_t stream) {
   constexpr int kLd = KD * 32 + 16;
-  const std::size_t smem = 3 * kBlockRows * kLd + 2 * kBlockRows * sizeof(RowStats) +
-                           2 * kBlockRows * sizeof(int);
+  const std::size_t smem = kBlockRows * kLd + 2 * kIterRows * kLd +
+                           2 * kIterRows * sizeof(RowStats) + 2 * kBlockRows * sizeof(int);
   static bool attr_set = false;
   if (!attr_set) {
     FM_CUDA_CHECK(cudaFuncSetAttribute(FusedFilterKernel<KD, kGated>,
@@ -454,7 +462,7 @@ void LaunchFusedKdG(const int8_t* queries, const RowStats* qstats, int64_t nq,
     attr_set = true;
   }
   const int64_t qblocks = (nq + kBlockRows - 1) / kBlockRows;
-  const int64_t nblocks = (n + kBlockRows - 1) / kBlockRows;
+  const int64_t nblocks = (n + kIterRows - 1) / kIterRows;
   dim3 grid(static_cast<unsigned>(qblocks), static_cast<unsigned>(plan.ysplit));
   FusedFilterKernel<KD, kGated><<<grid, kThreads, smem, stream>>>(
       queries, qstats, nq, corpus, cstats, n, row_stride, dim, metric, thresholds, keys, counts,
@@ -479,10 +487,11 @@ void LaunchFusedKd(const int8_t* queries, const RowStats* qstats, int64_t nq,
 
 }  // namespace
 
-FusedPlan PlanFused(int64_t nq, int64_t n, double expected_per_query, int num_sms) {
+FusedPlan PlanFused(int64_t nq, int64_t n, double expected_per_query, int num_sms,
+                    bool all_pass) {
   FusedPlan p;
   const int64_t qblocks = (nq + kBlockRows - 1) / kBlockRows;
-  const int64_t nblocks = std::max<int64_t>(1, (n + kBlockRows - 1) / kBlockRows);
+  const int64_t nblocks = std::max<int64_t>(1, (n + kIterRows - 1) / kIterRows);
   const int64_t slots = 2 * static_cast<int64_t>(num_sms);  // resident CTAs
   // Split of the corpus blocks: the fewest slices whose wave count x blocks per slice is
   // within 3 % of the best (balanced waves, small per-query slice tables).
@@ -507,6 +516,13 @@ FusedPlan PlanFused(int64_t nq, int64_t n, double expected_per_query, int num_sm
   int64_t mk = 2;
   while (mk < p.per * p.ysplit) mk <<= 1;
   p.max_keys = std::min(mk, kMaxKeys);
+  if (all_pass) {  // every row is a candidate: each slice holds its whole share
+    p.per = (nblocks + p.ysplit - 1) / p.ysplit * kIterRows;
+    mk = 2;
+    while (mk < n) mk <<= 1;
+    p.max_keys = mk;
+    p.gated = false;
+  }
   return p;
 }
 
@@ -547,9 +563,15 @@ void LaunchSelectCandidates(const uint64_t* keys, const int32_t* counts, int64_t
     constexpr int kWarps = 4;
     const int64_t blocks = (nq + kWarps - 1) / kWarps;
     const std::size_t smem = static_cast<std::size_t>(kWarps) * plan.max_keys * sizeof(uint64_t);
-    SelectCandidatesWarpKernel<<<static_cast<unsigned>(blocks), kWarps * 32, smem, stream>>>(
-        keys, counts, nq, static_cast<int>(plan.ysplit), static_cast<int>(plan.per),
-        static_cast<int>(plan.max_keys), k, out_vals, out_idx, flags, total);
+#define FM_SELECT_WARP(KPL)                                                                  \
+  SelectCandidatesWarpKernel<KPL><<<static_cast<unsigned>(blocks), kWarps * 32, smem, stream>>>( \
+      keys, counts, nq, static_cast<int>(plan.ysplit), static_cast<int>(plan.per),          \
+      static_cast<int>(plan.max_keys), k, out_vals, out_idx, flags, total)
+    if (plan.max_keys <= 128) FM_SELECT_WARP(4);
+    else if (plan.max_keys <= 256) FM_SELECT_WARP(8);
+    else if (plan.max_keys <= 512) FM_SELECT_WARP(16);
+    else FM_SELECT_WARP(32);
+#undef FM_SELECT_WARP
     FM_CUDA_CHECK_LAUNCH();
     return;
   }

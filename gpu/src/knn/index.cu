@@ -108,11 +108,6 @@ bool IndexOptions::Check(std::string* why) const {
 namespace {
 
 int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-int64_t NextPow2(int64_t v) {
-  int64_t p = 1;
-  while (p < v) p <<= 1;
-  return p;
-}
 
 class Stream {
  public:
@@ -545,15 +540,10 @@ struct Index::Impl {
       const int64_t rows = (n - 1) / st + 1;
       const bool last = level == 0;
       const bool coarsest = level == static_cast<int>(strides.size()) - 1;
+      // The coarsest level's slices hold all its rows (all pass unless a bound is given).
       detail::FusedPlan plan = detail::PlanFused(
           nq, rows, coarsest ? static_cast<double>(rows) : static_cast<double>(kFactor * k),
-          num_sms);
-      if (coarsest) {  // every row passes: slices hold their whole share
-        const int64_t nb = (rows + 127) / 128;
-        plan.per = (nb + plan.ysplit - 1) / plan.ysplit * 128;
-        plan.max_keys = NextPow2(std::max<int64_t>(rows, 2));
-        plan.gated = false;
-      }
+          num_sms, coarsest);
       if (opt.fused_candidates > 0) {  // testing knob: tiny slices force overflows
         plan.per = std::max<int64_t>(1, opt.fused_candidates / plan.ysplit);
       }

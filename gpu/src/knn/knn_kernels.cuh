@@ -66,7 +66,9 @@ struct FusedPlan {
   int64_t max_keys = 16;
   bool gated = false;  // test groups of 8 outputs at once (sparse candidates)
 };
-FusedPlan PlanFused(int64_t nq, int64_t n, double expected_per_query, int num_sms);
+// all_pass: every row passes (infinite thresholds); the slices are sized for all of them.
+FusedPlan PlanFused(int64_t nq, int64_t n, double expected_per_query, int num_sms,
+                    bool all_pass = false);
 
 // Scores every query against corpus rows r = 0..n-1 (stored at row r * row_stride) with int8
 // tensor cores and keeps the rows whose distance is <= thresholds[q] as 64-bit keys (ordered
