@@ -17,7 +17,7 @@ namespace fm::gpu::detail {
 namespace {
 
 constexpr int kBlockRows = 128;  // queries per CTA; corpus rows per sub-block
-constexpr int kSub = 2;          // corpus sub-blocks per pipeline stage (one barrier each)
+constexpr int kSub = 1;          // corpus sub-blocks per pipeline stage (2 measured slower)
 constexpr int kIterRows = kBlockRows * kSub;
 constexpr int kThreads = 256;    // 8 warps: 4 along queries (32 rows) x 2 along corpus (64)
 
@@ -508,13 +508,17 @@ FusedPlan PlanFused(int64_t nq, int64_t n, double expected_per_query, int num_sm
       p.ysplit = ys;
       break;
     }
-  const double lambda = expected_per_query / static_cast<double>(p.ysplit);
+  // Slices sized for a query with twice the expected candidates (the count varies with its
+  // threshold, a k-th order statistic) plus six standard deviations; the selection holds as
+  // many as the slices or that bound, whichever is smaller.
+  const double bound = 2.0 * expected_per_query + 64.0;
+  const double lambda = bound / static_cast<double>(p.ysplit);
   p.per = (static_cast<int64_t>(lambda + 6.0 * std::sqrt(lambda) + 12.0) + 3) / 4 * 4;
   if (p.per * p.ysplit > kMaxKeys) p.per = std::max<int64_t>(1, kMaxKeys / p.ysplit);
   // Gated epilogue when a warp's 256 outputs of 8-output groups rarely hold a candidate.
   p.gated = expected_per_query / static_cast<double>(std::max<int64_t>(n, 1)) < 1e-3;
   int64_t mk = 2;
-  while (mk < p.per * p.ysplit) mk <<= 1;
+  while (mk < std::min<double>(static_cast<double>(p.per * p.ysplit), bound)) mk <<= 1;
   p.max_keys = std::min(mk, kMaxKeys);
   if (all_pass) {  // every row is a candidate: each slice holds its whole share
     p.per = (nblocks + p.ysplit - 1) / p.ysplit * kIterRows;
