@@ -30,7 +30,12 @@ enum class KnnMetric { kL2Squared, kInnerProduct, kCosine, kPearson };
 //           corrected with row sums. Bit-exact.
 // For uint8 descriptors every mode gives exact L2 and IP distances (0..255 is exactly
 // representable in tf32 and fp16 and the fp32 accumulation of the products stays below 2^24 for
-// dimensions up to 256); the modes differ in speed only.
+// dimensions up to 256); the modes differ in speed only. Cosine and Pearson on uint8 data are
+// computed from exact integer products and sums (within 2e-5 of the CPU backend).
+// Tolerance of the approximate modes on float data (tested in tests/gpu/test_knn_index.cpp):
+// every returned distance within 3e-3 * max(1, |d|) of the exact one (L2, IP) or 3e-3 absolute
+// (cosine, Pearson), and every returned row a true neighbour within that tolerance; fp32 within
+// 1e-4 (GEMM summation order differs from the CPU backend's).
 enum class Precision { kExact, kFp32, kTf32, kFp16, kInt8 };
 
 // Where the corpus lives. kAuto: on the device while it fits in half of the memory budget,
