@@ -85,6 +85,28 @@ __device__ __noinline__ u64 WarpMqFlush(u64* queue, u64* buf, int fill, int k, u
   return MinU64(t, bound);
 }
 
+// Loads the warp's chunk at column `base`: U float4 per lane, lane-interleaved (vector path) or,
+// for a misaligned row, 4 U coalesced scalars per lane; columns past the end read as NaN.
+template <int U>
+__device__ __forceinline__ void WarpLoadChunk(const float* rp, int64_t cols, int64_t base,
+                                              bool vec, int lane, float4 (&v)[U]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int64_t c0 = base + static_cast<int64_t>(u * 32 + lane) * 4;
+    if (vec && c0 + 3 < cols) {
+      v[u] = __ldcs(reinterpret_cast<const float4*>(rp + c0));
+    } else {
+      float e4[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int64_t c = vec ? c0 + e : base + static_cast<int64_t>((u * 4 + e) * 32 + lane);
+        e4[e] = c < cols ? __ldcs(rp + c) : __int_as_float(0x7fffffff);
+      }
+      v[u] = make_float4(e4[0], e4[1], e4[2], e4[3]);
+    }
+  }
+}
+
 template <int KB>
 __global__ void __launch_bounds__(32 * WarpMqShape<KB>::kWarps, WarpMqShape<KB>::kMinBlocks)
     WarpMergeQueueKernel(SelectArgs a, int64_t row0) {
@@ -107,20 +129,12 @@ __global__ void __launch_bounds__(32 * WarpMqShape<KB>::kWarps, WarpMqShape<KB>:
   int fill = 0;
   for (int64_t base = 0; base < cols; base += kChunk) {
     float4 v[U];
+    if (vec && base + kChunk <= cols) {  // full chunk of an aligned row: plain 16-byte loads
+      const float4* p4 = reinterpret_cast<const float4*>(rp + base) + lane;
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t c0 = base + static_cast<int64_t>(u * 32 + lane) * 4;
-      if (vec && c0 + 3 < cols) {
-        v[u] = __ldcs(reinterpret_cast<const float4*>(rp + c0));
-      } else {
-        float e4[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int64_t c = vec ? c0 + e : base + static_cast<int64_t>((u * 4 + e) * 32 + lane);
-          e4[e] = c < cols ? __ldcs(rp + c) : __int_as_float(0x7fffffff);
-        }
-        v[u] = make_float4(e4[0], e4[1], e4[2], e4[3]);
-      }
+      for (int u = 0; u < U; ++u) v[u] = __ldcs(p4 + 32 * u);
+    } else {
+      WarpLoadChunk<U>(rp, cols, base, vec, lane, v);
     }
     const unsigned cbase = static_cast<unsigned>(base);
     const int lim = cols - base < kChunk ? static_cast<int>(cols - base) : kChunk;
@@ -148,11 +162,18 @@ __global__ void __launch_bounds__(32 * WarpMqShape<KB>::kWarps, WarpMqShape<KB>:
       bound = (static_cast<u64>(lb) << 32) | 0xffffffffull;
       thr = bound;
     }
+    // Top level of the partition: the chunk's minimum against the threshold, one vote.
+    unsigned thr_key = static_cast<unsigned>(thr >> 32);
+    bool loose = thr_key >= 0xff800000u;  // threshold +inf, NaN or none yet
+    float thr_f = KeyToFloat(thr_key);
+    float mc = m[0];
+#pragma unroll
+    for (int u = 1; u < U; ++u) mc = fminf(mc, m[u]);
+    if (!__any_sync(kFullMask, loose || mc <= thr_f)) continue;
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      unsigned thr_key = static_cast<unsigned>(thr >> 32);
       // A float4 whose minimum is above a finite threshold value holds no candidate.
-      bool pass = thr_key >= 0xff800000u || m[u] <= KeyToFloat(thr_key);
+      bool pass = loose || m[u] <= thr_f;
       if (!__any_sync(kFullMask, pass)) continue;
       const float ve[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
       // Column of element e within the chunk (columns fit 32 bits: cols < 2^32 - 1).
@@ -166,7 +187,10 @@ __global__ void __launch_bounds__(32 * WarpMqShape<KB>::kWarps, WarpMqShape<KB>:
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int off = off0 + e * step;
-          cand[e] = pass && off < lim && Pack(FloatKey(ve[e]), cbase + off) < thr;
+          const float x = ve[e];
+          // Below the threshold's value, or equal to it with the word test deciding the tie.
+          const bool below = loose ? true : (x < thr_f ? true : x == thr_f);
+          cand[e] = pass && off < lim && below && Pack(FloatKey(x), cbase + off) < thr;
           bal[e] = __ballot_sync(kFullMask, cand[e]);
           total += __popc(bal[e]);
         }
@@ -174,7 +198,9 @@ __global__ void __launch_bounds__(32 * WarpMqShape<KB>::kWarps, WarpMqShape<KB>:
         thr = WarpMqFlush<KB>(queue, buf, fill, k, bound);
         fill = 0;
         thr_key = static_cast<unsigned>(thr >> 32);
-        pass = thr_key >= 0xff800000u || m[u] <= KeyToFloat(thr_key);
+        loose = thr_key >= 0xff800000u;
+        thr_f = KeyToFloat(thr_key);
+        pass = loose || m[u] <= thr_f;
       }
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
