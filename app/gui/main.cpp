@@ -2,12 +2,19 @@
 #include <QCommandLineParser>
 #include <QTimer>
 #include <cstdio>
+#include <cstring>
 
 #include "fm/ui/application.h"
 #include "fm/ui/main_window.h"
 #include "fm/ui/match_view.h"
 
 int main(int argc, char** argv) {
+  // --help and --version print and exit: they need no display.
+  for (int i = 1; i < argc; ++i) {
+    for (const char* info : {"-h", "--help", "--help-all", "-v", "--version"}) {
+      if (std::strcmp(argv[i], info) == 0) qputenv("QT_QPA_PLATFORM", "minimal");
+    }
+  }
   fm::ui::Application app(argc, argv);
 
   QCommandLineParser parser;
