@@ -8,6 +8,7 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgproc.hpp>
@@ -33,7 +34,8 @@ bool LogoLibrarySettings::Check(std::string* why) const {
   if (!sift.Check(why)) return false;
   if (max_logo_side < 32) return bad("max logo side must be >= 32 px");
   if (min_logo_features < 4) return bad("min logo features must be >= 4 (a homography needs 4)");
-  if (pyramid_levels < 1 || pyramid_levels > 6) return bad("pyramid levels must be in [1, 6]");
+  if (pyramid_levels < 1 || pyramid_levels > 12) return bad("pyramid levels must be in [1, 12]");
+  if (!(pyramid_scale > 1 && pyramid_scale <= 4)) return bad("pyramid scale must be in (1, 4]");
   return true;
 }
 
@@ -53,6 +55,7 @@ bool LogoQueryOptions::Check(std::string* why) const {
   if (!(same_point_px >= 0)) return bad("same point distance must be >= 0 px");
   if (!(max_anisotropy >= 1)) return bad("max anisotropy must be >= 1");
   if (!(min_side_px >= 0)) return bad("min side must be >= 0 px");
+  if (!(max_scale_change >= 1)) return bad("max scale change must be >= 1");
   if (top < 0) return bad("top must be >= 0");
   if (threads < 0) return bad("threads must be >= 0");
   return true;
@@ -171,7 +174,8 @@ nlohmann::json SettingsToJson(const LogoLibrarySettings& s) {
   return {{"sift", nlohmann::json::parse(s.sift.ToJson())},
           {"max_logo_side", s.max_logo_side},
           {"min_logo_features", s.min_logo_features},
-          {"pyramid_levels", s.pyramid_levels}};
+          {"pyramid_levels", s.pyramid_levels},
+          {"pyramid_scale", s.pyramid_scale}};
 }
 
 LogoLibrarySettings SettingsFromJson(const nlohmann::json& j) {
@@ -189,6 +193,8 @@ LogoLibrarySettings SettingsFromJson(const nlohmann::json& j) {
   s.max_logo_side = j.at("max_logo_side").get<int>();
   s.min_logo_features = j.at("min_logo_features").get<int>();
   s.pyramid_levels = j.at("pyramid_levels").get<int>();
+  // Libraries written before the step was a setting halved the logo between levels.
+  s.pyramid_scale = j.value("pyramid_scale", 2.0);
   return s;
 }
 
@@ -246,6 +252,18 @@ bool PlausibleHomography(const cv::Matx33d& h, double w, double hgt,
   cv::SVD::compute(cv::Mat(J), s, cv::SVD::NO_UV);
   const double s1 = s.at<double>(0), s2 = s.at<double>(1);
   if (!(s2 > 1e-9) || s1 / s2 > o.max_anisotropy) return false;
+  // Local area scale (Jacobian determinant) at the corners: a flat logo seen by a camera does
+  // not grow several times larger from one corner to the other. A homography fitted to matches
+  // bunched in one part of the logo can pass the tests above and still extrapolate wildly.
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (int i = 0; i < 4; ++i) {
+    const double Wi = h(2, 0) * xs[i] + h(2, 1) * ys[i] + h(2, 2);
+    const double det = cv::determinant(h) / (Wi * Wi * Wi);
+    const double scale = std::sqrt(std::abs(det));
+    lo = std::min(lo, scale);
+    hi = std::max(hi, scale);
+  }
+  if (!(lo > 0) || hi / lo > o.max_scale_change) return false;
   return true;
 }
 
@@ -459,13 +477,14 @@ LogoInfo LogoLibrary::Add(const std::string& name, const cv::Mat& image,
                            std::to_string(d.settings.min_logo_features) +
                            " are needed (use a larger or more detailed image)");
   // Shrunk copies, features mapped back to the full-size logo.
-  cv::Mat level = img;
+  // Every level is shrunk from the full-size image (no accumulated resampling).
   for (int l = 1; l < d.settings.pyramid_levels; ++l) {
-    cv::Mat next;
-    cv::resize(level, next, cv::Size((level.cols + 1) / 2, (level.rows + 1) / 2), 0, 0,
-               cv::INTER_AREA);
-    if (next.cols < 48 || next.rows < 24) break;
-    level = next;
+    const double shrink = std::pow(d.settings.pyramid_scale, -l);
+    const cv::Size size(std::max(1, static_cast<int>(std::lround(img.cols * shrink))),
+                        std::max(1, static_cast<int>(std::lround(img.rows * shrink))));
+    if (size.width < 48 || size.height < 24) break;
+    cv::Mat level;
+    cv::resize(img, level, size, 0, 0, cv::INTER_AREA);
     const double sx = static_cast<double>(img.cols) / level.cols;
     const double sy = static_cast<double>(img.rows) / level.rows;
     core::Features lf = ExtractFeatures(level, d.settings.sift);

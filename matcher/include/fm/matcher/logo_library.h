@@ -44,10 +44,11 @@ struct LogoLibrarySettings {
   SiftOptions sift;
   int max_logo_side = 512;      // logo images are downscaled so the longer side is at most this
   int min_logo_features = 24;   // a logo image with fewer SIFT features is refused
-  // Features are also extracted from the logo shrunk by 2, 4, ... (pyramid_levels images in
-  // all, each at least 48 px wide) and stored in the full-size logo's coordinates: small logos
-  // in scenes then meet descriptors computed at their own resolution.
-  int pyramid_levels = 3;
+  // Features are also extracted from the logo shrunk by pyramid_scale, pyramid_scale^2, ...
+  // (pyramid_levels images in all, each at least 48 px wide) and stored in the full-size logo's
+  // coordinates: small logos in scenes then meet descriptors computed near their own resolution.
+  int pyramid_levels = 6;
+  double pyramid_scale = 1.41421356;  // shrink factor between levels, in (1, 4]
 
   bool Check(std::string* why) const;
 };
@@ -76,6 +77,7 @@ struct LogoQueryOptions {
   int max_iterations = 5000;
   double max_anisotropy = 6.0;    // largest / smallest singular value of the local affine part
   double min_side_px = 12.0;      // shortest side of the outline in the scene, pixels
+  double max_scale_change = 4.0;  // largest / smallest local scale over the logo's corners
   int top = 0;                    // keep the best N detections per scene; 0 = all
   int threads = 0;                // CPU threads for the kNN search; 0 = all
 
