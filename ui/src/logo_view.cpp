@@ -167,14 +167,20 @@ LogoView::LogoView(QWidget* parent)
   rl->addWidget(new QLabel(tr("<b>Logo</b>")));
   logo_image_ = new QLabel;
   logo_image_->setObjectName("fm_logo_image");
-  logo_image_->setMinimumSize(240, 180);
+  logo_image_->setMinimumWidth(240);
+  logo_image_->setFixedHeight(240);
+  // The pixmap is scaled to the label, never the label to the pixmap.
+  logo_image_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
   logo_image_->setAlignment(Qt::AlignCenter);
   logo_image_->setStyleSheet("background: #26282c;");
   rl->addWidget(logo_image_);
   rl->addWidget(new QLabel(tr("<b>Matched region</b> (mapped back onto the logo)")));
   region_image_ = new QLabel;
   region_image_->setObjectName("fm_region_image");
-  region_image_->setMinimumSize(240, 180);
+  region_image_->setMinimumWidth(240);
+  region_image_->setFixedHeight(240);
+  // The pixmap is scaled to the label, never the label to the pixmap.
+  region_image_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
   region_image_->setAlignment(Qt::AlignCenter);
   region_image_->setStyleSheet("background: #26282c;");
   rl->addWidget(region_image_);
@@ -440,8 +446,9 @@ void LogoView::ShowDetection(int s, int detection) {
   const auto& d = dets[static_cast<std::size_t>(detection)];
   auto show = [](QLabel* label, const QImage& image) {
     if (image.isNull()) return label->clear();
-    label->setPixmap(QPixmap::fromImage(image).scaled(
-        label->width() - 8, label->height() - 8, Qt::KeepAspectRatio, Qt::SmoothTransformation));
+    const QSize box(std::max(64, label->width() - 8), std::max(64, label->height() - 8));
+    label->setPixmap(
+        QPixmap::fromImage(image).scaled(box, Qt::KeepAspectRatio, Qt::SmoothTransformation));
   };
   show(logo_image_, r.logos[static_cast<std::size_t>(detection)]);
   show(region_image_, r.regions[static_cast<std::size_t>(detection)]);
