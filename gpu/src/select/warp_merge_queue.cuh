@@ -29,7 +29,7 @@ struct WarpMqShape {
   static constexpr int kBuf = KB < 128 ? 128 : KB;        // candidate buffer (>= 128: one group)
   static constexpr int kVec = KB <= 256 ? 8 : 4;          // float4 per lane per chunk
   static constexpr int kWarps = 4;                        // rows per block
-  static constexpr int kMinBlocks = KB <= 256 ? 8 : KB <= 512 ? 6 : 4;
+  static constexpr int kMinBlocks = KB <= 256 ? 6 : KB <= 512 ? 6 : 4;
   static constexpr int kChunk = 32 * 4 * kVec;
   static constexpr int kSharedPerWarp = (KB + kBuf) * 8;
   static constexpr int kShared = kWarps * kSharedPerWarp;
@@ -138,9 +138,8 @@ __global__ void __launch_bounds__(32 * WarpMqShape<KB>::kWarps, WarpMqShape<KB>:
     }
     const unsigned cbase = static_cast<unsigned>(base);
     const int lim = cols - base < kChunk ? static_cast<int>(cols - base) : kChunk;
-    float m[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) m[u] = fminf(fminf(v[u].x, v[u].y), fminf(v[u].z, v[u].w));
+    // Group minima are recomputed where needed rather than kept (registers are the limit).
+    auto m = [&](int u) { return fminf(fminf(v[u].x, v[u].y), fminf(v[u].z, v[u].w)); };
     if (base == 0 && cols >= kChunk && k <= 32 * U) {
       // g groups per lane of U / g float4 each, 32 g >= k: the largest group minimum bounds
       // the k-th smallest value.
@@ -151,7 +150,7 @@ __global__ void __launch_bounds__(32 * WarpMqShape<KB>::kWarps, WarpMqShape<KB>:
       float mm = __int_as_float(0x7fffffff);
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        mm = fminf(mm, m[u]);
+        mm = fminf(mm, m(u));
         if ((u + 1) % per == 0) {
           lb = max(lb, FloatKey(mm));
           mm = __int_as_float(0x7fffffff);
@@ -166,14 +165,14 @@ __global__ void __launch_bounds__(32 * WarpMqShape<KB>::kWarps, WarpMqShape<KB>:
     unsigned thr_key = static_cast<unsigned>(thr >> 32);
     bool loose = thr_key >= 0xff800000u;  // threshold +inf, NaN or none yet
     float thr_f = KeyToFloat(thr_key);
-    float mc = m[0];
+    float mc = m(0);
 #pragma unroll
-    for (int u = 1; u < U; ++u) mc = fminf(mc, m[u]);
+    for (int u = 1; u < U; ++u) mc = fminf(mc, m(u));
     if (!__any_sync(kFullMask, loose || mc <= thr_f)) continue;
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       // A float4 whose minimum is above a finite threshold value holds no candidate.
-      bool pass = loose || m[u] <= thr_f;
+      bool pass = loose || m(u) <= thr_f;
       if (!__any_sync(kFullMask, pass)) continue;
       const float ve[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
       // Column of element e within the chunk (columns fit 32 bits: cols < 2^32 - 1).
@@ -200,7 +199,7 @@ __global__ void __launch_bounds__(32 * WarpMqShape<KB>::kWarps, WarpMqShape<KB>:
         thr_key = static_cast<unsigned>(thr >> 32);
         loose = thr_key >= 0xff800000u;
         thr_f = KeyToFloat(thr_key);
-        pass = loose || m[u] <= thr_f;
+        pass = loose || m(u) <= thr_f;
       }
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
