@@ -330,6 +330,23 @@ TEST_F(MatchViewTest, ShortcutsActOnlyInTheVisibleView) {
   EXPECT_TRUE(view_->runAction()->isEnabled());
 }
 
+TEST_F(MatchViewTest, SwapExchangesTheImages) {
+  SetAutoRun(true);
+  OpenSamples();
+  ASSERT_TRUE(WaitFinished(1));
+  const Counts before = Shown();
+  view_->swapAction()->trigger();
+  ASSERT_TRUE(WaitFinished(2)) << errors_.join("\n").toStdString();
+  EXPECT_EQ(view_->imagePath(0).toStdString(), b_);
+  EXPECT_EQ(view_->imagePath(1).toStdString(), a_);
+  const Counts after = Shown();
+  EXPECT_EQ(after.features_a, before.features_b);
+  EXPECT_EQ(after.features_b, before.features_a);
+  ExpectSame(after, LibraryCounts(b_, a_, {}, {}));
+  EXPECT_TRUE(window_->windowTitle().contains("box_in_scene.png ↔ box.png"))
+      << window_->windowTitle().toStdString();
+}
+
 TEST_F(MatchViewTest, SavesDrawingAndReport) {
   SetAutoRun(false);
   OpenSamples();

@@ -64,6 +64,8 @@ MainWindow::MainWindow(QWidget* parent)
     AddRecentFile(path);
     statusBar()->showMessage(tr("Opened %1").arg(QDir::toNativeSeparators(path)), 4000);
   });
+  connect(match_view_, &MatchView::pairChanged, this,
+          [this](const QString& pair) { setWindowTitle(tr("featmatch — %1").arg(pair)); });
   connect(match_view_->canvas(), &MatchCanvas::zoomChanged, this, [this](double z) {
     statusBar()->showMessage(tr("Zoom %1%").arg(qRound(z * 100)), 1500);
   });
@@ -102,6 +104,8 @@ void MainWindow::BuildMenus() {
   QMenu* match = menuBar()->addMenu(tr("&Match"));
   match->addAction(match_view_->runAction());
   match->addAction(match_view_->cancelAction());
+  match->addSeparator();
+  match->addAction(match_view_->swapAction());
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->addAction(match_view_->zoomInAction());

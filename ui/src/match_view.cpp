@@ -105,6 +105,10 @@ MatchView::MatchView(QWidget* parent)
   show_outliers_->setChecked(true);
   show_outliers_->setShortcut(QKeySequence(Qt::Key_L));
   connect(show_outliers_, &QAction::toggled, canvas_, &MatchCanvas::SetShowOutliers);
+  swap_ = new QAction(tr("S&wap A and B"), this);
+  swap_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_W));
+  swap_->setToolTip(tr("Exchange the two images (Ctrl+W)"));
+  connect(swap_, &QAction::triggered, this, &MatchView::SwapImages);
 
   toolbar_->setObjectName("fm_match_toolbar");
   toolbar_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
@@ -168,9 +172,16 @@ MatchView::MatchView(QWidget* parent)
   grid->addWidget(stage_, 0, c++, Qt::AlignRight);
   grid->addWidget(progress_, 0, c++);
   grid->addWidget(cancel_button_, 0, c++);
+  auto* legend =
+      new QLabel(tr("<span style='color:#46e15a'>&#9644;</span> inlier &nbsp; "
+                    "<span style='color:#eb3c3c'>&#9644;</span> outlier &nbsp; "
+                    "<span style='color:#50c8ff'>&#9644;</span> not verified &nbsp; "
+                    "<span style='color:#ffc828'>&#9675;</span> keypoint"));
+  legend->setObjectName("fm_legend");
+  grid->addWidget(legend, 3, c - 3, 1, 3, Qt::AlignRight);
   grid->addWidget(times_, 1, 0, 1, c);
   grid->addWidget(backend_, 2, 0, 1, c);
-  grid->addWidget(info_, 3, 0, 1, c);
+  grid->addWidget(info_, 3, 0, 1, c - 3);
 
   // ---- layout ---------------------------------------------------------------------------------
   auto* scroll = new QScrollArea;
@@ -238,6 +249,7 @@ MatchView::MatchView(QWidget* parent)
             features_[side]->setText(QStringLiteral("–"));
             UpdateActions();
             emit imageOpened(side, path);
+            emit pairChanged(PairTitle());
             if (options_->autoRun() && ready_[0] && ready_[1] && options_->Valid()) Run();
           });
   connect(controller_, &MatchController::imageFailed, this,
@@ -296,6 +308,33 @@ void MatchView::OpenImage(int side, const QString& path) {
   controller_->LoadImage(side, path);
 }
 
+QString MatchView::PairTitle() const {
+  const QString a = paths_[0].isEmpty() ? tr("(no image A)") : QFileInfo(paths_[0]).fileName();
+  const QString b = paths_[1].isEmpty() ? tr("(no image B)") : QFileInfo(paths_[1]).fileName();
+  return QString("%1 ↔ %2").arg(a, b);
+}
+
+void MatchView::SwapImages() {
+  if (paths_[0].isEmpty() && paths_[1].isEmpty()) return;
+  const QString a = paths_[0], b = paths_[1];
+  // Reopened from the cache: no disk read when both were loaded.
+  if (!b.isEmpty()) OpenImage(0, b);
+  if (!a.isEmpty()) OpenImage(1, a);
+  if (b.isEmpty()) {
+    paths_[0].clear();
+    ready_[0] = false;
+    canvas_->SetImage(0, QImage());
+    canvas_->SetTitle(0, QString());
+  }
+  if (a.isEmpty()) {
+    paths_[1].clear();
+    ready_[1] = false;
+    canvas_->SetImage(1, QImage());
+    canvas_->SetTitle(1, QString());
+  }
+  UpdateActions();
+}
+
 void MatchView::ClearResult() {
   outcome_.reset();
   canvas_->SetOutcome(nullptr);
@@ -341,6 +380,7 @@ void MatchView::UpdateActions() {
   cancel_->setEnabled(active_ && busy());
   for (QAction* a : {zoom_in_, zoom_out_, zoom_fit_, zoom_actual_, show_keypoints_, show_outliers_})
     a->setEnabled(active_);
+  swap_->setEnabled(active_ && (!paths_[0].isEmpty() || !paths_[1].isEmpty()));
 }
 
 void MatchView::SetActive(bool active) {

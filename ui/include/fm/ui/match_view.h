@@ -57,6 +57,9 @@ class MatchView : public QWidget {
   QAction* zoomActualAction() const { return zoom_actual_; }
   QAction* keypointsAction() const { return show_keypoints_; }
   QAction* outliersAction() const { return show_outliers_; }
+  QAction* swapAction() const { return swap_; }
+  // Exchanges images A and B (and re-runs when re-running is on).
+  void SwapImages();
 
   void SaveSettings(QSettings& settings) const;
   void LoadSettings(QSettings& settings);
@@ -66,6 +69,8 @@ class MatchView : public QWidget {
 
  signals:
   void imageOpened(int side, const QString& path);
+  // The pair shown changed (a new image, or a swap); `title` names it for the window.
+  void pairChanged(const QString& title);
   void matchFinished();
   void errorShown(const QString& title, const QString& text);
 
@@ -76,6 +81,7 @@ class MatchView : public QWidget {
 
  private:
   void Error(const QString& title, const QString& text);
+  QString PairTitle() const;
   void ShowOutcome(std::shared_ptr<const MatchOutcome> outcome);
   void ShowMatchInfo(int index);
   void UpdateActions();
@@ -117,6 +123,7 @@ class MatchView : public QWidget {
   QAction* zoom_actual_;
   QAction* show_keypoints_;
   QAction* show_outliers_;
+  QAction* swap_;
 };
 
 }  // namespace fm::ui
