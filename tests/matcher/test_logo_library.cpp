@@ -184,7 +184,7 @@ class LogoQueryTest : public ::testing::Test {
     backgrounds_ = new std::vector<std::pair<std::string, cv::Mat>>(
         LoadEvalBackgrounds(test::SampleDir()));
     lib_ = new LogoLibrary(LogoLibrary::Create(dir_->File("eval.db")));
-    for (const auto& l : *logos_) lib_->Add(l.name, l.image, l.origin);
+    for (const auto& l : *logos_) lib_->Add(l.name, LibraryImage(l), l.origin);
   }
   static void TearDownTestSuite() {
     delete lib_;

@@ -401,6 +401,16 @@ std::vector<EvalLogo> MakeEvalLogos(const std::string& data_dir) {
   return out;
 }
 
+cv::Mat LibraryImage(const EvalLogo& logo) {
+  if (cv::countNonZero(logo.mask != 255) == 0) return logo.image;
+  cv::Mat bgra;
+  std::vector<cv::Mat> ch;
+  cv::split(logo.image, ch);
+  ch.push_back(logo.mask);
+  cv::merge(ch, bgra);
+  return bgra;
+}
+
 std::vector<std::pair<std::string, cv::Mat>> LoadEvalBackgrounds(const std::string& data_dir) {
   const std::string dir = data_dir.empty() ? DefaultSampleDir() : data_dir;
   std::vector<std::pair<std::string, cv::Mat>> out;
@@ -492,7 +502,7 @@ LogoEvalReport RunLogoEval(const LogoEvalOptions& o, std::unique_ptr<core::KnnBa
   nlohmann::json lib_json = nlohmann::json::array();
   LogoLibrary lib = LogoLibrary::Create(tmp.string(), o.library);
   for (const auto& l : logos) {
-    const auto info = lib.Add(l.name, l.image, l.origin);
+    const auto info = lib.Add(l.name, LibraryImage(l), l.origin);
     lib_json.push_back({{"name", l.name},
                         {"origin", l.origin},
                         {"width", info.width},

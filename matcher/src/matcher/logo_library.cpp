@@ -11,6 +11,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <unordered_map>
 
@@ -267,6 +268,41 @@ bool PlausibleHomography(const cv::Matx33d& h, double w, double hgt,
   return true;
 }
 
+// Features of one logo image. A BGRA image (a logo with transparency) is seen in scenes over
+// backgrounds it does not know: its features are taken from it laid over white and over black,
+// and only where it is at least half opaque, so that both polarities of its outline are known
+// and no feature describes the backdrop alone. Duplicated points are one point to the query's
+// ratio test (same_point_px).
+core::Features ExtractLogoFeatures(const cv::Mat& img, const SiftOptions& sift) {
+  if (img.channels() != 4) return ExtractFeatures(img, sift);
+  std::vector<cv::Mat> ch;
+  cv::split(img, ch);
+  const cv::Mat alpha = ch[3];
+  cv::Mat bgr;
+  cv::merge(std::vector<cv::Mat>{ch[0], ch[1], ch[2]}, bgr);
+  cv::Mat mask;
+  cv::threshold(alpha, mask, 127, 255, cv::THRESH_BINARY);
+  if (cv::countNonZero(mask) == 0) return core::Features{};
+  cv::Mat a, b, one_minus;
+  alpha.convertTo(a, CV_32F, 1.0 / 255);
+  cv::cvtColor(a, a, cv::COLOR_GRAY2BGR);
+  bgr.convertTo(b, CV_32FC3);
+  one_minus = cv::Scalar::all(1.0) - a;
+  core::Features out;
+  for (const double backdrop : {255.0, 0.0}) {
+    cv::Mat comp = b.mul(a) + one_minus * backdrop, comp8;
+    comp.convertTo(comp8, CV_8UC3);
+    core::Features f = ExtractFeatures(comp8, sift, mask);
+    if (out.size() == 0) {
+      out = std::move(f);
+      continue;
+    }
+    for (const auto& kp : f.keypoints) out.keypoints.push_back(kp);
+    if (f.size() > 0) out.descriptors.Append(f.descriptors);
+  }
+  return out;
+}
+
 bool InsideQuad(const std::array<cv::Point2f, 4>& q, float x, float y) {
   std::vector<cv::Point2f> c(q.begin(), q.end());
   return cv::pointPolygonTest(c, cv::Point2f(x, y), false) >= 0;
@@ -461,15 +497,17 @@ LogoInfo LogoLibrary::Add(const std::string& name, const cv::Mat& image,
     if (l.name == name)
       throw LogoLibraryError("a logo named '" + name + "' is already in " + d.path +
                              " (remove it first or choose another --name)");
-  if (image.empty() || image.depth() != CV_8U)
-    throw LogoLibraryError("logo '" + name + "': the image is empty or not 8-bit");
+  if (image.empty() || image.depth() != CV_8U ||
+      (image.channels() != 1 && image.channels() != 3 && image.channels() != 4))
+    throw LogoLibraryError("logo '" + name +
+                           "': the image is empty or not 8-bit gray, BGR or BGRA");
   cv::Mat img = image;
   const int side = std::max(img.cols, img.rows);
   if (side > d.settings.max_logo_side) {
     const double f = static_cast<double>(d.settings.max_logo_side) / side;
     cv::resize(image, img, cv::Size(), f, f, cv::INTER_AREA);
   }
-  core::Features f = ExtractFeatures(img, d.settings.sift);
+  core::Features f = ExtractLogoFeatures(img, d.settings.sift);
   const int64_t base_features = f.size();
   if (base_features < d.settings.min_logo_features)
     throw LogoLibraryError("logo '" + name + "' has too few features: " +
@@ -487,7 +525,7 @@ LogoInfo LogoLibrary::Add(const std::string& name, const cv::Mat& image,
     cv::resize(img, level, size, 0, 0, cv::INTER_AREA);
     const double sx = static_cast<double>(img.cols) / level.cols;
     const double sy = static_cast<double>(img.rows) / level.rows;
-    core::Features lf = ExtractFeatures(level, d.settings.sift);
+    core::Features lf = ExtractLogoFeatures(level, d.settings.sift);
     if (lf.size() == 0) continue;
     for (auto& kp : lf.keypoints) {
       // Pixel centres: x_full + 0.5 = (x_level + 0.5) * s.
@@ -545,6 +583,9 @@ LogoInfo LogoLibrary::AddFile(const std::string& image_path, const std::string& 
   } catch (const ImageError& e) {
     throw LogoLibraryError(e.what());
   }
+  // A logo with transparency keeps it (see ExtractLogoFeatures).
+  const cv::Mat full = cv::imread(image_path, cv::IMREAD_UNCHANGED);
+  if (full.channels() == 4 && full.depth() == CV_8U && full.size() == img.size()) img = full;
   const std::string n = name.empty() ? fs::path(image_path).stem().string() : name;
   return Add(n, img, image_path);
 }

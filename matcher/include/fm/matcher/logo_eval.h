@@ -67,6 +67,9 @@ std::string DefaultSampleDir();
 // The evaluation's logos (fixed designs, independent of the seed). Throws LogoLibraryError when
 // the sample images are missing.
 std::vector<EvalLogo> MakeEvalLogos(const std::string& data_dir);
+// The image a user would add for `logo`: BGR when it is opaque, else BGRA with its mask as alpha
+// (as the transparent PNG it came from).
+cv::Mat LibraryImage(const EvalLogo& logo);
 // Background photographs (BGR) and their file names.
 std::vector<std::pair<std::string, cv::Mat>> LoadEvalBackgrounds(const std::string& data_dir);
 // One scene with the given logos pasted in (none = negative scene). Deterministic in `rng`.
