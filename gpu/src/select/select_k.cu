@@ -94,15 +94,18 @@ SelectAlgo ParseSelectAlgo(const std::string& name) {
                               "': use auto, tbis, merge-queue, quick-multiselect or sort");
 }
 
-// Thresholds from bench/results/select_h200.jsonl (featmatch-bench select on an H200, the device
-// lent for issue 3; table in bench/results/select_h200.md). Quick multi-select is the fastest
-// almost everywhere; the merge queue wins on long rows (N >= 2^17, cut into pieces) up to
-// k = 512 and at k <= 32 from N = 65536 on. k above the largest bucket sorts whole rows.
+// Thresholds from bench/results/select_h200.jsonl (featmatch-bench select on an H200; table in
+// bench/results/select_h200.md). The merge queue (one warp per row for k <= 1024) is the fastest
+// for k <= 256 everywhere, for k = 512 up to N = 65536 and for k = 1024 at N = 32768 and 65536;
+// quick multi-select wins at k >= 512 on long rows (N >= 2^17) and at k = 1024 for N <= 16384.
+// k above the largest bucket sorts whole rows.
 SelectAlgo ChooseSelectAlgo(int64_t rows, int64_t cols, int64_t k) {
   (void)rows;
   if (k > detail::kMaxSelectBucket) return SelectAlgo::kSortTruncate;
-  if (cols >= (int64_t{1} << 17) && k <= 512) return SelectAlgo::kMergeQueue;
-  if (cols >= 65536 && k <= 32) return SelectAlgo::kMergeQueue;
+  if (k <= 256) return SelectAlgo::kMergeQueue;
+  const bool long_rows = cols >= (int64_t{1} << 17);
+  if (k <= 512) return long_rows ? SelectAlgo::kQuickMultiSelect : SelectAlgo::kMergeQueue;
+  if (k <= 1024 && cols >= 32768 && !long_rows) return SelectAlgo::kMergeQueue;
   return SelectAlgo::kQuickMultiSelect;
 }
 
