@@ -4,12 +4,14 @@
 
 #include <QAction>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QLabel>
 #include <QMenu>
 #include <QMimeData>
 #include <QMouseEvent>
+#include <QSettings>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -403,6 +405,18 @@ TEST_F(MatchViewTest, SettingsAndRecentFilesPersist) {
   ASSERT_GE(recent.size(), 2);
   EXPECT_TRUE(recent.contains(QString::fromStdString(a_)));
   EXPECT_TRUE(recent.contains(QString::fromStdString(b_)));
+}
+
+TEST(OptionsPanelTest, SavedGpuChoiceFallsBackToAutoWithoutAGpu) {
+  App();
+  if (matcher::GpuAvailable()) GTEST_SKIP() << "a GPU is present: the saved choice stays";
+  QSettings settings;
+  settings.setValue("options/backend", "gpu");
+  ui::OptionsPanel panel;
+  panel.Load(settings);
+  EXPECT_EQ(panel.backendBox()->currentText(), "auto");
+  EXPECT_EQ(panel.backend().kind, matcher::BackendKind::kAuto);
+  settings.remove("options/backend");
 }
 
 // An object whose event handler throws, as a defect in a slot might.

@@ -341,6 +341,11 @@ void OptionsPanel::Load(QSettings& s) {
   for (auto* c : findChildren<QCheckBox*>())
     if (s.contains(c->objectName())) c->setChecked(s.value(c->objectName()).toBool());
   s.endGroup();
+  // A GPU chosen on another machine (or before a driver change) falls back to auto.
+  if (auto* model = qobject_cast<QStandardItemModel*>(kind_->model())) {
+    QStandardItem* item = model->item(kind_->currentIndex());
+    if (item && !item->isEnabled()) kind_->setCurrentIndex(0);
+  }
   loading_ = false;
   Revalidate();
 }
