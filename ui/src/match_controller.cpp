@@ -111,6 +111,7 @@ void MatchController::Run(const MatchRequest& request) {
   if (busy()) {
     pending_ = request;
     drop_current_ = true;
+    *cancel_ = true;
     emit queued();
     return;
   }
@@ -120,14 +121,19 @@ void MatchController::Run(const MatchRequest& request) {
 void MatchController::Cancel() {
   const bool had_work = busy() || pending_.has_value();
   pending_.reset();
-  if (busy()) drop_current_ = true;
+  if (busy()) {
+    drop_current_ = true;
+    *cancel_ = true;
+  }
   if (had_work && !busy()) emit cancelled();
 }
 
 void MatchController::Start(const MatchRequest& request) {
   drop_current_ = false;
   emit started();
-  match_watcher_.setFuture(QtConcurrent::run([this, request] { return Execute(request); }));
+  cancel_ = std::make_shared<std::atomic<bool>>(false);
+  match_watcher_.setFuture(
+      QtConcurrent::run([this, request, cancel = cancel_] { return Execute(request, *cancel); }));
 }
 
 void MatchController::OnMatchDone() {
@@ -149,7 +155,8 @@ void MatchController::OnMatchDone() {
   }
 }
 
-MatchController::Work MatchController::Execute(const MatchRequest& request) {
+MatchController::Work MatchController::Execute(const MatchRequest& request,
+                                               const std::atomic<bool>& cancel) {
   Work work;
   auto outcome = std::make_shared<MatchOutcome>();
   outcome->request = request;
@@ -167,13 +174,17 @@ MatchController::Work MatchController::Execute(const MatchRequest& request) {
         const QString name_b = QFileInfo(request.path_b).fileName();
         emit progress(tr("Loading %1").arg(name_a));
         const auto color_a = cache_->Color(request.path_a);
+        if (cancel) return;
         emit progress(tr("Extracting features of %1").arg(name_a));
         const auto fa = cache_->Features(request.path_a, request.sift);
+        if (cancel) return;
         emit progress(tr("Loading %1").arg(name_b));
         const auto color_b = cache_->Color(request.path_b);
+        if (cancel) return;
         emit progress(tr("Extracting features of %1").arg(name_b));
         const auto fb = cache_->Features(request.path_b, request.sift);
 
+        if (cancel) return;
         emit progress(tr("Matching %1 features against %2")
                           .arg(fa.features->size())
                           .arg(fb.features->size()));
@@ -202,7 +213,8 @@ MatchController::Work MatchController::Execute(const MatchRequest& request) {
         outcome->total_ms = total.ElapsedMs();
       },
       &work.error_title, &work.error);
-  if (ok) work.outcome = outcome;
+  if (ok && !cancel) work.outcome = outcome;
+  if (ok && cancel) work.error = tr("cancelled");
   return work;
 }
 

@@ -1,6 +1,7 @@
 // Runs image loading, feature extraction and matching off the GUI thread and reports through
 // signals. One match runs at a time: a request made while one runs is queued (a newer one
-// replaces an older queued one) and the running one's result is dropped as out of date.
+// replaces an older queued one) and the running one is cancelled: it stops at the next stage
+// boundary (load, extract A, extract B, match) and its result is dropped as out of date.
 // Nothing thrown in a worker reaches the event loop: every failure becomes failed().
 #pragma once
 
@@ -8,6 +9,7 @@
 #include <QImage>
 #include <QObject>
 #include <QString>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,7 +83,7 @@ class MatchController : public QObject {
 
   void Start(const MatchRequest& request);
   void OnMatchDone();
-  Work Execute(const MatchRequest& request);
+  Work Execute(const MatchRequest& request, const std::atomic<bool>& cancel);
 
   std::shared_ptr<FeatureCache> cache_;  // shared with image loads that may outlive a watcher
   std::shared_ptr<BackendSlot> backend_;
@@ -90,6 +92,7 @@ class MatchController : public QObject {
   int image_generation_[2] = {0, 0};
   std::optional<MatchRequest> pending_;
   bool drop_current_ = false;
+  std::shared_ptr<std::atomic<bool>> cancel_;  // of the running match
 };
 
 }  // namespace fm::ui
