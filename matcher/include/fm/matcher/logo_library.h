@@ -64,13 +64,14 @@ struct LogoInfo {
 };
 
 struct LogoQueryOptions {
-  int64_t k = 8;                  // neighbours per scene descriptor in the library-wide search
+  int64_t k = 16;                 // neighbours per scene descriptor in the library-wide search
+                                  // (pyramid copies of one logo point fill several of them)
   float ratio = 0.85f;            // per-logo Lowe ratio: nearest / second nearest in that logo
                                   // at another place (more than same_point_px away)
   double same_point_px = 6.0;     // logo keypoints closer than this are one point (pyramid copies)
   int max_candidates = 12;        // logos verified per scene, most candidate matches first
   int max_instances = 4;          // instances of one logo searched per scene
-  int min_inliers = 8;            // verified inliers needed for a detection
+  int min_inliers = 7;            // verified inliers needed for a detection
   double min_confidence = 0.5;    // detections below this calibrated confidence are dropped
   double threshold = 4.0;         // homography inlier threshold, scene pixels
   UsacMethod usac = UsacMethod::kMagsac;
