@@ -120,6 +120,26 @@ void MainWindow::BuildMenus() {
   logos->addActions(logo_view_->menuActions());
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&Keyboard Shortcuts"), QKeySequence::HelpContents, this, [this] {
+    QStringList rows;
+    for (QAction* a : {match_view_->openA(), match_view_->openB(), match_view_->runAction(),
+                       match_view_->cancelAction(), match_view_->saveDrawingAction(),
+                       match_view_->saveReportAction(), match_view_->zoomInAction(),
+                       match_view_->zoomOutAction(), match_view_->zoomFitAction(),
+                       match_view_->zoomActualAction(), match_view_->keypointsAction(),
+                       match_view_->outliersAction(), match_view_->swapAction()}) {
+      QStringList keys;
+      for (const QKeySequence& k : a->shortcuts()) keys << k.toString(QKeySequence::NativeText);
+      rows << QString("<tr><td><b>%1</b></td><td>%2</td></tr>")
+                  .arg(keys.join(", ").toHtmlEscaped(), a->text().remove('&').remove("..."));
+    }
+    rows << tr(
+        "<tr><td><b>Wheel</b></td><td>Zoom at the cursor</td></tr>"
+        "<tr><td><b>Drag</b></td><td>Pan</td></tr>"
+        "<tr><td><b>Hover / click</b></td><td>Inspect / select a match</td></tr>");
+    QMessageBox::information(this, tr("Keyboard shortcuts"),
+                             "<table cellspacing='6'>" + rows.join("") + "</table>");
+  });
   help->addAction(tr("&About featmatch"), this, &MainWindow::ShowAbout);
   RebuildRecentMenus();
 }
