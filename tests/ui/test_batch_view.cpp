@@ -102,6 +102,19 @@ TEST_F(BatchViewTest, CancelledRunResumesToTheSameResult) {
   EXPECT_TRUE(errors_.isEmpty()) << errors_.join("\n").toStdString();
 }
 
+TEST_F(BatchViewTest, SequentialPairingIsBound) {
+  matcher::PairingOptions p;
+  p.mode = matcher::PairMode::kSequential;
+  p.overlap = 1;  // each image with the next one in name order: 3 pairs of 4 images
+  view_->SetPairing(p);
+  EXPECT_EQ(view_->options().pairs.mode, matcher::PairMode::kSequential);
+  EXPECT_EQ(view_->options().pairs.overlap, 1);
+  view_->Run();
+  ASSERT_TRUE(WaitRun(1)) << errors_.join("\n").toStdString();
+  EXPECT_EQ(view_->lastSummary().pairs_total, 3);
+  EXPECT_EQ(view_->pairRows(), 3);
+}
+
 TEST_F(BatchViewTest, MissingFolderGivesADialog) {
   view_->SetFolder(dir_.filePath("no_such_folder"));
   view_->Run();

@@ -168,6 +168,19 @@ TEST_F(LogoViewTest, BadFilesGiveDialogs) {
   test::CloseErrorDialogs();
 }
 
+TEST_F(LogoViewTest, InvalidQuerySettingsAreRejectedByCheck) {
+  matcher::LogoQueryOptions o;
+  o.ratio = 0;  // outside (0, 1]
+  std::string why;
+  ASSERT_FALSE(o.Check(&why));
+  view_->SetQueryOptions(o);
+  view_->Query({QString::fromStdString(test::Sample("box_in_scene.png"))});
+  ASSERT_FALSE(test::ErrorDialogs().isEmpty());
+  EXPECT_TRUE(test::ErrorDialogs().last()->text().contains(QString::fromStdString(why)));
+  EXPECT_EQ(queries_, 0);
+  EXPECT_FALSE(view_->controller()->busy());
+}
+
 // Drops `file` on `target` as a file manager would.
 void Drop(QWidget* target, const QString& file) {
   QMimeData mime;
