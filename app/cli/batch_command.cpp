@@ -230,6 +230,7 @@ RunFn SetupBatch(CLI::App& sub) {
   auto args = std::make_shared<BatchArgs>();
   // Batch defaults: the fundamental matrix (general 3-D scenes, what COLMAP reconstructs).
   args->match.model = "fundamental";
+  args->match.match.verify.min_inliers = 15;  // COLMAP's two-view default
   sub.add_option("FOLDER", args->folder, "folder of images (searched recursively)")->required();
   sub.add_option("--db", args->db, "COLMAP database to create or resume")->required();
   sub.add_option("--pairs", args->pairs,

@@ -56,9 +56,12 @@ struct BatchOptions {
   // kNN, filters, verification. match.threads: CPU threads for extraction, the CPU kNN and
   // verification (0 = all cores). The model defaults to the fundamental matrix, right for the
   // general 3-D scenes COLMAP reconstructs; choose the homography for planar or panoramic sets.
+  // A pair needs 15 inliers to count as verified (COLMAP's own two-view default): with fewer,
+  // a fundamental matrix fits unrelated pairs too often.
   MatchOptions match = [] {
     MatchOptions m;
     m.verify.model = GeometryModel::kFundamental;
+    m.verify.min_inliers = 15;
     return m;
   }();
   BackendOptions backend;
