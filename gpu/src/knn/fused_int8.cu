@@ -395,7 +395,7 @@ __device__ __forceinline__ void WarpSortSelect(const uint64_t* skeys, int cnt, i
 // One warp per query (up to 32 * KPL candidates): slice counts prefix-summed across the warp,
 // each slice copied by the whole warp into shared memory, then sorted in registers.
 template <int KPL>
-__global__ void __launch_bounds__(128, 4)
+__global__ void __launch_bounds__(128)
     SelectCandidatesWarpKernel(const uint64_t* __restrict__ keys,
                                const int32_t* __restrict__ counts, int64_t nq, int ysplit,
                                int per, int max_keys, int64_t k, float* __restrict__ out_vals,
@@ -421,13 +421,11 @@ __global__ void __launch_bounds__(128, 4)
       if (lane >= o) incl += v;
     }
     const int nsl = ysplit - s0 < 32 ? ysplit - s0 : 32;
-    // All slots of these slices in one flat loop: every load independent of the others.
-    const uint64_t* src = keys + (q * ysplit + s0) * per;
-    for (int f = lane; f < nsl * per; f += 32) {
-      const int i = f / per, j = f - i * per;
+    for (int i = 0; i < nsl; ++i) {
       const int ci = __shfl_sync(0xffffffffu, c, i);
       const int start = base + __shfl_sync(0xffffffffu, incl, i) - ci;
-      if (j < ci && start + j < max_keys) skeys[start + j] = src[f];
+      const uint64_t* src = keys + (q * ysplit + s0 + i) * per;
+      for (int j = lane; j < ci && start + j < max_keys; j += 32) skeys[start + j] = src[j];
     }
     base += __shfl_sync(0xffffffffu, incl, 31);
   }
