@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One call on the GPU machine for the whole GPU side: GPU-only build, every GPU and core test,
+# compute-sanitizer (memcheck on the kNN tests and a selection subset, racecheck on a subset),
+# and the GPU benchmarks. Usage: bench/device_check.sh OUTDIR
+set -u -o pipefail
+OUT=${1:?outdir}
+B=/tmp/fm-gpu
+cmake -S . -B $B -G Ninja -DFM_GPU_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DGTEST_SOURCE_DIR=/usr/src/googletest > $OUT/build.log 2>&1 &&
+  cmake --build $B -j16 >> $OUT/build.log 2>&1 || { tail -40 $OUT/build.log; exit 1; }
+echo "== build ok"; nvidia-smi -L
+T=$B/tests/fm_gpu_tests
+timeout 60 $B/tests/fm_core_tests --gtest_brief=1 > $OUT/tests.log 2>&1
+echo "== core tests rc=$?"
+timeout 240 $T --gtest_brief=1 >> $OUT/tests.log 2>&1
+echo "== gpu tests rc=$?"; grep -E "FAILED|PASSED|tests ran|Failure" $OUT/tests.log | head -20
+SAN='KnnIndex.*:All/KnnIndexSweep.*uint8_l2*:AlgoKShape/SelectKTest.*_k33_*:SelectKArgs.*'
+SAN="$SAN-*big_n1m*:*many_rows*"
+timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 $T --gtest_filter="$SAN" \
+  --gtest_brief=1 > $OUT/memcheck.log 2>&1
+echo "== memcheck rc=$?"; tail -3 $OUT/memcheck.log
+RACE='KnnIndex.FusedPathIsTakenAndExact:KnnIndex.RealSiftExact:AlgoKShape/SelectKTest.*_k100_dups'
+timeout 100 compute-sanitizer --tool racecheck --error-exitcode 9 $T --gtest_filter="$RACE" \
+  --gtest_brief=1 > $OUT/racecheck.log 2>&1
+echo "== racecheck rc=$?"; tail -3 $OUT/racecheck.log
+timeout 60 $B/bench/featmatch-bench select --rows 8192 --cols 65536 --k 32,256,1024 \
+  --algos auto,merge-queue,quick-multiselect --runs 10 > $OUT/select_auto.jsonl
+echo "== select rc=$?"
+timeout 100 $B/bench/featmatch-bench knn --json > $OUT/knn.jsonl
+echo "== knn rc=$?"
+timeout 60 $B/bench/featmatch-bench logos-gpu > $OUT/logos_gpu.jsonl
+echo "== logos-gpu rc=$?"; cat $OUT/logos_gpu.jsonl
+timeout 80 $B/bench/featmatch-bench batch-gpu --runs 3 > $OUT/batch_gpu.jsonl
+echo "== batch-gpu rc=$?"; cat $OUT/batch_gpu.jsonl
