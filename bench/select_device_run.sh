@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call for issue 3 (k-selection): build (select sources only), tests, sanitizers,
+# One GPU-machine call for the k-selection kernels: build (select sources only), tests, sanitizers,
 # benchmark and the torch peer. Usage: bench/select_device_run.sh OUTDIR [fast|quick|full]
 set -u -o pipefail
 OUT=${1:?outdir}

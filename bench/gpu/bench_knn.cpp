@@ -1,5 +1,5 @@
-// featmatch-bench knn: the GPU exact kNN engine on D = 128 uint8 SIFT-like data, the shapes of
-// issue 4, plus a corpus streamed from host memory at 4x the memory budget. One JSON line per
+// featmatch-bench knn: the GPU exact kNN engine on D = 128 uint8 SIFT-like data, the target
+// shapes of DESIGN.md, plus a corpus streamed from host memory at 4x the memory budget. One line per
 // shape: median time over several runs, the stage times of one run, and the cuBLASLt int8 GEMM of
 // the same product measured in the same process (the scoring floor of the unfused approach).
 #include <cuda_runtime.h>
