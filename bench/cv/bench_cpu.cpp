@@ -64,6 +64,12 @@ void RunDataset(const std::string& name, const DescriptorMatrix& q, const Descri
   core::KnnResult ours;
   auto t = TimeRuns([&] { ours = backend->Search(q, c, p); }, runs);
   Emit(name, q.rows(), c.rows(), "featmatch-cpu", t, -1);
+  // The same backend without the integer kernel: float GEMM through BLAS + the row selection.
+  auto blas = core::CreateCpuKnnBackend(core::CpuKnnOptions{false});
+  core::KnnResult blas_result;
+  t = TimeRuns([&] { blas_result = blas->Search(q, c, p); }, runs);
+  Emit(name, q.rows(), c.rows(), "featmatch-cpu-blas", t,
+       blas_result.indices == ours.indices ? 1.0 : 0.0);
   if (!peers) return;
 
   auto agreement = [&](auto index_of) {

@@ -165,6 +165,22 @@ TEST(CpuKnn, NanDistancesSortLast) {
   }
 }
 
+TEST(CpuKnn, RegisteredCorpusGivesTheSameResults) {
+  auto q = RandomU8(30, 32, 21);
+  auto c = RandomU8(700, 32, 22);
+  KnnParams p;
+  p.k = 4;
+  auto b = CreateCpuKnnBackend();
+  EXPECT_THROW(b->SearchCorpus(q, p), std::logic_error);
+  b->SetCorpus(c);
+  ExpectSame(b->SearchCorpus(q, p), b->Search(q, c, p));
+  auto other = RandomU8(50, 32, 23);
+  ExpectSame(b->Search(q, other, p), BruteForceKnn(q, other, p));  // one-off search in between
+  ExpectSame(b->SearchCorpus(q, p), BruteForceKnn(q, c, p));
+  b->ClearCorpus();
+  EXPECT_THROW(b->SearchCorpus(q, p), std::logic_error);
+}
+
 // Real-valued data: same neighbours as the double-precision reference up to near-ties, and
 // distances within float rounding.
 class CpuKnnMetrics : public ::testing::TestWithParam<Metric> {};

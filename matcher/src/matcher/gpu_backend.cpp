@@ -65,6 +65,45 @@ class GpuKnnBackend final : public core::KnnBackend {
     }
   }
 
+  void SetCorpus(const core::DescriptorMatrix& corpus) override {
+    core::KnnBackend::SetCorpus(corpus);
+    resident_.reset();  // uploaded at the next SearchCorpus, for its metric
+  }
+  void ClearCorpus() override {
+    core::KnnBackend::ClearCorpus();
+    resident_.reset();
+  }
+
+  // The registered corpus stays on the device between searches (its own index, so one-off
+  // Search calls do not evict it).
+  core::KnnResult SearchCorpus(const core::DescriptorMatrix& queries,
+                               const core::KnnParams& params) override {
+    if (!corpus_) throw std::logic_error("SearchCorpus called without SetCorpus");
+    const core::DescriptorMatrix& corpus = *corpus_;
+    core::CheckKnnArguments(queries, corpus, params);
+    const int64_t nq = queries.rows(), k = params.k;
+    core::KnnResult r;
+    r.rows = nq;
+    r.k = k;
+    r.distances.assign(static_cast<std::size_t>(nq * k),
+                       std::numeric_limits<float>::infinity());
+    r.indices.assign(static_cast<std::size_t>(nq * k), -1);
+    if (nq == 0 || corpus.rows() == 0) return r;
+    if (k > gpu::Index::kMaxK) return Fallback(queries, corpus, params, "k above the GPU limit");
+    try {
+      if (!resident_ || resident_->options().metric != ToGpu(params.metric)) {
+        resident_.reset();
+        resident_ = MakeIndex(corpus, params.metric);
+        resident_->Add(corpus.bytes(), corpus.rows());
+      }
+      resident_->Search(queries.bytes(), nq, k, r.distances.data(), r.indices.data());
+      return r;
+    } catch (const gpu::GpuOutOfMemory& e) {
+      resident_.reset();
+      return Fallback(queries, corpus, params, e.what());
+    }
+  }
+
  private:
   gpu::Index& IndexFor(const core::DescriptorMatrix& corpus, core::Metric metric) {
     const gpu::ElementType type = corpus.type() == core::DescriptorType::kUint8
@@ -75,11 +114,20 @@ class GpuKnnBackend final : public core::KnnBackend {
         index_->options().metric == m)
       return *index_;
     index_.reset();
+    index_ = MakeIndex(corpus, metric);
+    return *index_;
+  }
+
+  std::unique_ptr<gpu::Index> MakeIndex(const core::DescriptorMatrix& corpus,
+                                        core::Metric metric) const {
+    const gpu::ElementType type = corpus.type() == core::DescriptorType::kUint8
+                                      ? gpu::ElementType::kUint8
+                                      : gpu::ElementType::kFloat32;
     gpu::IndexOptions o;
     o.device = options_.device;
     o.type = type;
     o.dim = corpus.dim();
-    o.metric = m;
+    o.metric = ToGpu(metric);
     o.precision = precision_;
     if (o.precision == gpu::Precision::kInt8 && type != gpu::ElementType::kUint8)
       o.precision = gpu::Precision::kExact;
@@ -87,8 +135,7 @@ class GpuKnnBackend final : public core::KnnBackend {
     o.memory_fraction = options_.memory_fraction;
     std::string why;
     if (!o.Check(&why)) throw std::invalid_argument("GPU backend: " + why);
-    index_ = std::make_unique<gpu::Index>(o);
-    return *index_;
+    return std::make_unique<gpu::Index>(o);
   }
 
   core::KnnResult Fallback(const core::DescriptorMatrix& queries,
@@ -105,7 +152,8 @@ class GpuKnnBackend final : public core::KnnBackend {
   gpu::DeviceInfo info_;
   gpu::Precision precision_ = gpu::Precision::kExact;
   gpu::SelectAlgo select_algo_ = gpu::SelectAlgo::kAuto;
-  std::unique_ptr<gpu::Index> index_;
+  std::unique_ptr<gpu::Index> index_;     // one-off searches
+  std::unique_ptr<gpu::Index> resident_;  // the registered corpus
   std::unique_ptr<core::KnnBackend> cpu_;
 };
 

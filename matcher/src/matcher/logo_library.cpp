@@ -332,8 +332,10 @@ struct LogoLibrary::Impl {
   std::vector<int32_t> row_logo;            // corpus row -> index into `logos`
   std::vector<int32_t> row_local;           // corpus row -> keypoint index in that logo
   std::unique_ptr<core::KnnBackend> backend;
+  bool corpus_registered = false;  // `corpus` is registered with `backend` (SetCorpus)
 
   void AppendToCorpus(std::size_t logo_index) {
+    corpus_registered = false;
     const auto& d = features[logo_index].descriptors;
     if (corpus.rows() == 0 && corpus.dim() == 0) {
       corpus = d;
@@ -346,6 +348,7 @@ struct LogoLibrary::Impl {
     }
   }
   void RebuildCorpus() {
+    corpus_registered = false;
     corpus = core::DescriptorMatrix();
     row_logo.clear();
     row_local.clear();
@@ -619,6 +622,7 @@ const core::Features& LogoLibrary::LogoFeatures(int64_t logo_id) const {
 
 void LogoLibrary::SetBackend(std::unique_ptr<core::KnnBackend> backend) {
   impl_->backend = std::move(backend);
+  impl_->corpus_registered = false;
 }
 
 core::KnnBackend& LogoLibrary::backend() {
@@ -664,7 +668,13 @@ LogoQueryResult LogoLibrary::Query(const core::Features& scene, const LogoQueryO
   p.k = options.k;
   p.metric = core::Metric::kL2Squared;
   p.threads = options.threads;
-  const core::KnnResult knn = be.Search(scene.descriptors, d.corpus, p);
+  // The library is registered with the backend once (a GPU keeps it resident) and searched by
+  // every scene after that; adding or removing a logo registers it again.
+  if (!d.corpus_registered) {
+    be.SetCorpus(d.corpus);
+    d.corpus_registered = true;
+  }
+  const core::KnnResult knn = be.SearchCorpus(scene.descriptors, p);
   r.knn_ms = sw.ElapsedMs();
 
   // 2. Per-logo candidates: for each scene feature, its nearest row in each logo that appears

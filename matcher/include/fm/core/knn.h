@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,20 @@ class KnnBackend {
   // std::invalid_argument for k <= 0, dimension or type mismatch, or an empty query dimension.
   virtual KnnResult Search(const DescriptorMatrix& queries, const DescriptorMatrix& corpus,
                            const KnnParams& params) = 0;
+
+  // A corpus searched again and again (a logo library): registered once, then searched with
+  // SearchCorpus. Backends that keep data elsewhere (the GPU) upload it once and keep it there.
+  // `corpus` must stay alive and unchanged until the next SetCorpus or ClearCorpus; call
+  // SetCorpus again after changing it. The results equal Search(queries, corpus, params).
+  virtual void SetCorpus(const DescriptorMatrix& corpus) { corpus_ = &corpus; }
+  virtual void ClearCorpus() { corpus_ = nullptr; }
+  virtual KnnResult SearchCorpus(const DescriptorMatrix& queries, const KnnParams& params) {
+    if (!corpus_) throw std::logic_error("SearchCorpus called without SetCorpus");
+    return Search(queries, *corpus_, params);
+  }
+
+ protected:
+  const DescriptorMatrix* corpus_ = nullptr;
 };
 
 // Checks the arguments every backend rejects the same way (throws std::invalid_argument).
