@@ -32,3 +32,9 @@ timeout 60 $B/bench/featmatch-bench logos-gpu > $OUT/logos_gpu.jsonl
 echo "== logos-gpu rc=$?"; cat $OUT/logos_gpu.jsonl
 timeout 80 $B/bench/featmatch-bench batch-gpu --runs 3 > $OUT/batch_gpu.jsonl
 echo "== batch-gpu rc=$?"; cat $OUT/batch_gpu.jsonl
+if [ "${FM_WITH_TORCH:-0}" = 1 ]; then  # torch peers in the same call
+  PYTHONUNBUFFERED=1 timeout 150 python3 bench/torch_knn_peer.py 5 > $OUT/torch_knn.jsonl
+  echo "== torch knn rc=$?"
+  PYTHONUNBUFFERED=1 timeout 90 python3 bench/torch_topk_peer.py --quick > $OUT/torch_topk.jsonl
+  echo "== torch topk rc=$?"
+fi
