@@ -13,6 +13,7 @@
 #include "fm/core/knn.h"
 #include "gemm.h"
 #include "order.h"
+#include "parallel.h"
 #include "row_topk.h"
 #include "uint8_l2.h"
 
@@ -90,11 +91,7 @@ class CpuKnnBackend final : public KnnBackend {
                    const KnnParams& params) override {
     CheckKnnArguments(queries, corpus, params);
     const int64_t nq = queries.rows(), n = corpus.rows(), k = params.k;
-    KnnResult r;
-    r.rows = nq;
-    r.k = k;
-    r.distances.assign(static_cast<std::size_t>(nq * k), std::numeric_limits<float>::infinity());
-    r.indices.assign(static_cast<std::size_t>(nq * k), -1);
+    KnnResult r = KnnResult::Padded(nq, k);
     if (nq == 0 || n == 0) return r;
 
     const Metric metric = params.metric;
@@ -113,56 +110,39 @@ class CpuKnnBackend final : public KnnBackend {
     const int64_t blocks = (nq + kQueryBlock - 1) / kQueryBlock;
     threads = static_cast<int>(std::min<int64_t>(threads, blocks));
 
-    std::atomic<int64_t> next{0};
-    std::exception_ptr error;
-    std::mutex error_mutex;
-    auto worker = [&] {
-      try {
-        std::vector<float> tile(static_cast<std::size_t>(kQueryBlock * kCorpusBlock));
-        std::vector<RowTopK> tops;
-        for (int64_t b; (b = next.fetch_add(1)) < blocks;) {
-          const int64_t q0 = b * kQueryBlock;
-          const int64_t qn = std::min(kQueryBlock, nq - q0);
-          tops.clear();
-          for (int64_t i = 0; i < qn; ++i)
-            tops.emplace_back(k, r.distances.data() + (q0 + i) * k, r.indices.data() + (q0 + i) * k);
-          for (int64_t c0 = 0; c0 < n; c0 += kCorpusBlock) {
-            const int64_t cn = std::min(kCorpusBlock, n - c0);
-            detail::GemmNT(qn, cn, d, q.data.data() + q0 * d, d, c.data.data() + c0 * d, d,
-                           tile.data(), cn);
-            for (int64_t i = 0; i < qn; ++i) {
-              float* row = tile.data() + i * cn;
-              if (metric == Metric::kL2Squared) {
-                const float qn2 = q.norms[q0 + i];
-                const float* cn2 = c.norms.data() + c0;
-                for (int64_t j = 0; j < cn; ++j) {
-                  const float dist = (qn2 + cn2[j]) - 2.0f * row[j];
-                  row[j] = dist < 0 ? 0.0f : dist;  // rounding on real-valued data
-                }
-              } else if (metric == Metric::kInnerProduct) {
-                for (int64_t j = 0; j < cn; ++j) row[j] = -row[j];
-              } else {
-                for (int64_t j = 0; j < cn; ++j) row[j] = 1.0f - row[j];
+    detail::RunBlocks(blocks, threads, [&](auto&& next) {
+      std::vector<float> tile(static_cast<std::size_t>(kQueryBlock * kCorpusBlock));
+      std::vector<RowTopK> tops;
+      for (int64_t b; next(b);) {
+        const int64_t q0 = b * kQueryBlock;
+        const int64_t qn = std::min(kQueryBlock, nq - q0);
+        tops.clear();
+        for (int64_t i = 0; i < qn; ++i)
+          tops.emplace_back(k, r.distances.data() + (q0 + i) * k, r.indices.data() + (q0 + i) * k);
+        for (int64_t c0 = 0; c0 < n; c0 += kCorpusBlock) {
+          const int64_t cn = std::min(kCorpusBlock, n - c0);
+          detail::GemmNT(qn, cn, d, q.data.data() + q0 * d, d, c.data.data() + c0 * d, d,
+                         tile.data(), cn);
+          for (int64_t i = 0; i < qn; ++i) {
+            float* row = tile.data() + i * cn;
+            if (metric == Metric::kL2Squared) {
+              const float qn2 = q.norms[q0 + i];
+              const float* cn2 = c.norms.data() + c0;
+              for (int64_t j = 0; j < cn; ++j) {
+                const float dist = (qn2 + cn2[j]) - 2.0f * row[j];
+                row[j] = dist < 0 ? 0.0f : dist;  // rounding on real-valued data
               }
-              detail::OfferRow(row, cn, c0, tops[i]);
+            } else if (metric == Metric::kInnerProduct) {
+              for (int64_t j = 0; j < cn; ++j) row[j] = -row[j];
+            } else {
+              for (int64_t j = 0; j < cn; ++j) row[j] = 1.0f - row[j];
             }
+            detail::OfferRow(row, cn, c0, tops[i]);
           }
-          for (auto& top : tops) top.Flush();
         }
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!error) error = std::current_exception();
-        next.store(blocks);
+        for (auto& top : tops) top.Flush();
       }
-    };
-    if (threads <= 1) {
-      worker();
-    } else {
-      std::vector<std::thread> pool;
-      for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
-      for (auto& t : pool) t.join();
-    }
-    if (error) std::rethrow_exception(error);
+    });
     return r;
   }
 

@@ -29,6 +29,15 @@ Metric ParseMetric(const std::string& name) {
   throw std::invalid_argument("unknown metric '" + name + "' (use l2, ip, cosine or pearson)");
 }
 
+KnnResult KnnResult::Padded(int64_t rows, int64_t k) {
+  KnnResult r;
+  r.rows = rows;
+  r.k = k;
+  r.distances.assign(static_cast<std::size_t>(rows * k), std::numeric_limits<float>::infinity());
+  r.indices.assign(static_cast<std::size_t>(rows * k), -1);
+  return r;
+}
+
 bool KnnParams::Check(std::string* why) const {
   auto bad = [&](const std::string& w) {
     if (why) *why = w;
@@ -92,11 +101,7 @@ KnnResult BruteForceKnn(const DescriptorMatrix& queries, const DescriptorMatrix&
   CheckKnnArguments(queries, corpus, params);
   const int64_t nq = queries.rows(), n = corpus.rows(), k = params.k;
   const int32_t d = queries.dim();
-  KnnResult r;
-  r.rows = nq;
-  r.k = k;
-  r.distances.assign(static_cast<std::size_t>(nq * k), std::numeric_limits<float>::infinity());
-  r.indices.assign(static_cast<std::size_t>(nq * k), -1);
+  KnnResult r = KnnResult::Padded(nq, k);
   std::vector<float> q(d), c(static_cast<std::size_t>(n) * d);
   for (int64_t i = 0; i < n; ++i) corpus.RowAsFloat(i, c.data() + i * d);
   std::vector<std::pair<float, int64_t>> row(static_cast<std::size_t>(n));

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "parallel.h"
 #include "row_topk.h"
 
 namespace fm::core::detail {
@@ -168,51 +169,34 @@ void Uint8L2Knn(const DescriptorMatrix& queries, const DescriptorMatrix& corpus,
   const int64_t nq = queries.rows(), n = corpus.rows();
   const int64_t blocks = (nq + kQueryBlock - 1) / kQueryBlock;
   threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, blocks)));
-  std::atomic<int64_t> next{0};
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto worker = [&] {
-    try {
-      std::vector<int32_t> tile(static_cast<std::size_t>(kQueryBlock * kCorpusBlock));
-      std::vector<RowTopK> tops;
-      for (int64_t b; (b = next.fetch_add(1)) < blocks;) {
-        const int64_t q0 = b * kQueryBlock;
-        const int64_t qn = std::min(kQueryBlock, nq - q0);
-        const int64_t qn_padded = (qn + kMicroQ - 1) / kMicroQ * kMicroQ;
-        tops.clear();
-        for (int64_t i = 0; i < qn; ++i)
-          tops.emplace_back(k, out.distances.data() + (q0 + i) * k,
-                            out.indices.data() + (q0 + i) * k);
-        for (int64_t c0 = 0; c0 < n; c0 += kCorpusBlock) {
-          const int64_t cn = std::min(kCorpusBlock, n - c0);
-          const int64_t cn_padded = (cn + kMicroC - 1) / kMicroC * kMicroC;
-          for (int64_t cm = 0; cm < cn_padded; cm += kMicroC) {
-            const uint8_t* panels = pc.panels.data() + ((c0 + cm) / kPanel) * pc.groups * kPanel * 4;
-            for (int64_t qm = 0; qm < qn_padded; qm += kMicroQ) {
-              MicroKernel(sq.data.data() + (q0 + qm) * sq.stride, sq.stride, panels, pc.groups,
-                          tile.data() + qm * kCorpusBlock + cm, kCorpusBlock);
-            }
+  detail::RunBlocks(blocks, threads, [&](auto&& next) {
+    std::vector<int32_t> tile(static_cast<std::size_t>(kQueryBlock * kCorpusBlock));
+    std::vector<RowTopK> tops;
+    for (int64_t b; next(b);) {
+      const int64_t q0 = b * kQueryBlock;
+      const int64_t qn = std::min(kQueryBlock, nq - q0);
+      const int64_t qn_padded = (qn + kMicroQ - 1) / kMicroQ * kMicroQ;
+      tops.clear();
+      for (int64_t i = 0; i < qn; ++i)
+        tops.emplace_back(k, out.distances.data() + (q0 + i) * k,
+                          out.indices.data() + (q0 + i) * k);
+      for (int64_t c0 = 0; c0 < n; c0 += kCorpusBlock) {
+        const int64_t cn = std::min(kCorpusBlock, n - c0);
+        const int64_t cn_padded = (cn + kMicroC - 1) / kMicroC * kMicroC;
+        for (int64_t cm = 0; cm < cn_padded; cm += kMicroC) {
+          const uint8_t* panels = pc.panels.data() + ((c0 + cm) / kPanel) * pc.groups * kPanel * 4;
+          for (int64_t qm = 0; qm < qn_padded; qm += kMicroQ) {
+            MicroKernel(sq.data.data() + (q0 + qm) * sq.stride, sq.stride, panels, pc.groups,
+                        tile.data() + qm * kCorpusBlock + cm, kCorpusBlock);
           }
-          for (int64_t i = 0; i < qn; ++i)
-            ReduceRow(tile.data() + i * kCorpusBlock, pc.term.data() + c0, sq.norms[q0 + i], c0, cn,
-                      tops[i]);
         }
-        for (auto& top : tops) top.Flush();
+        for (int64_t i = 0; i < qn; ++i)
+          ReduceRow(tile.data() + i * kCorpusBlock, pc.term.data() + c0, sq.norms[q0 + i], c0, cn,
+                    tops[i]);
       }
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      if (!error) error = std::current_exception();
-      next.store(blocks);
+      for (auto& top : tops) top.Flush();
     }
-  };
-  if (threads <= 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
-    for (auto& t : pool) t.join();
-  }
-  if (error) std::rethrow_exception(error);
+  });
 }
 
 }  // namespace fm::core::detail

@@ -178,11 +178,7 @@ core::KnnResult KnnDescriptorMatcher::Search(const cv::Mat& query, int64_t k,
   params.k = std::min<int64_t>(std::max<int64_t>(n, 1), k + max_masked);
   core::KnnResult raw = Backend().Search(q, *c, params);
   if (!any_mask && raw.k == k) return raw;
-  core::KnnResult out;
-  out.rows = raw.rows;
-  out.k = k;
-  out.distances.assign(static_cast<std::size_t>(out.rows * k), std::numeric_limits<float>::infinity());
-  out.indices.assign(static_cast<std::size_t>(out.rows * k), -1);
+  core::KnnResult out = core::KnnResult::Padded(raw.rows, k);
   for (int64_t r = 0; r < raw.rows; ++r) {
     int64_t o = 0;
     for (int64_t j = 0; j < raw.k && o < k; ++j) {

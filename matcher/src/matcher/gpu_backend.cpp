@@ -45,12 +45,7 @@ class GpuKnnBackend final : public core::KnnBackend {
                          const core::KnnParams& params) override {
     core::CheckKnnArguments(queries, corpus, params);
     const int64_t nq = queries.rows(), k = params.k;
-    core::KnnResult r;
-    r.rows = nq;
-    r.k = k;
-    r.distances.assign(static_cast<std::size_t>(nq * k),
-                       std::numeric_limits<float>::infinity());
-    r.indices.assign(static_cast<std::size_t>(nq * k), -1);
+    core::KnnResult r = core::KnnResult::Padded(nq, k);
     if (nq == 0 || corpus.rows() == 0) return r;
     if (k > gpu::Index::kMaxK) return Fallback(queries, corpus, params, "k above the GPU limit");
     try {
@@ -82,12 +77,7 @@ class GpuKnnBackend final : public core::KnnBackend {
     const core::DescriptorMatrix& corpus = *corpus_;
     core::CheckKnnArguments(queries, corpus, params);
     const int64_t nq = queries.rows(), k = params.k;
-    core::KnnResult r;
-    r.rows = nq;
-    r.k = k;
-    r.distances.assign(static_cast<std::size_t>(nq * k),
-                       std::numeric_limits<float>::infinity());
-    r.indices.assign(static_cast<std::size_t>(nq * k), -1);
+    core::KnnResult r = core::KnnResult::Padded(nq, k);
     if (nq == 0 || corpus.rows() == 0) return r;
     if (k > gpu::Index::kMaxK) return Fallback(queries, corpus, params, "k above the GPU limit");
     try {

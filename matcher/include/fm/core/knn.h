@@ -36,6 +36,9 @@ struct KnnResult {
   std::vector<float> distances;  // rows * k
   std::vector<int64_t> indices;  // rows * k
 
+  // rows x k of padding (index -1, distance +inf), to be filled by a search.
+  static KnnResult Padded(int64_t rows, int64_t k);
+
   float distance(int64_t q, int64_t j) const { return distances[q * k + j]; }
   int64_t index(int64_t q, int64_t j) const { return indices[q * k + j]; }
 };
