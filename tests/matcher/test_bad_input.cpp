@@ -56,15 +56,9 @@ TEST_F(BadInput, TruncatedPng) {
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ASSERT_GT(bytes.size(), 2000u);
   std::ofstream(Path("trunc.png"), std::ios::binary) << bytes.substr(0, bytes.size() / 3);
-  // libpng may decode the rows it has; either a clear error or a usable (partial) image is fine,
-  // never a crash. If it loads, extraction and matching must work on it.
-  try {
-    cv::Mat img = LoadGrayImage(Path("trunc.png"));
-    auto f = ExtractFeatures(img, SiftOptions{});
-    EXPECT_GE(f.size(), 0);
-  } catch (const ImageError& e) {
-    EXPECT_NE(std::string(e.what()).find("trunc.png"), std::string::npos);
-  }
+  // libpng stops at the missing rows; the loader reports the file instead of handing on a
+  // half-decoded image.
+  ExpectImageError(Path("trunc.png"), "not a readable image");
   std::ofstream(Path("header.png"), std::ios::binary) << bytes.substr(0, 40);
   ExpectImageError(Path("header.png"), "not a readable image");
 }
