@@ -43,6 +43,21 @@ void AddQueryOptions(CLI::App& app, matcher::LogoQueryOptions& q, std::string& u
       ->capture_default_str()->group("Query");
   app.add_option("--threads", q.threads, "CPU threads (0 = all)")->capture_default_str()
       ->group("Query");
+  app.add_flag("!--no-guided", q.guided,
+               "skip the guided pass (hypotheses from few matches gathering looser ones)")
+      ->group("Query");
+  app.add_option("--guided-ratio", q.guided_ratio, "ratio test of the matches the guided pass gathers")
+      ->capture_default_str()->group("Query");
+  app.add_option("--guided-min-matches", q.guided_min_matches,
+                 "ratio-test matches that must agree on a guided hypothesis")
+      ->capture_default_str()->group("Query");
+  app.add_option("--guided-radius", q.guided_radius,
+                 "guided gathering radius, fraction of the logo's width in the scene")
+      ->capture_default_str()->group("Query");
+  app.add_option("--guided-min-evidence", q.guided_min_evidence,
+                 "guided detections: (inlier hull area / logo area) * (inliers / scene "
+                 "keypoints in the outline) at least this")
+      ->capture_default_str()->group("Query");
 }
 
 void FinishQueryOptions(matcher::LogoQueryOptions& q, const std::string& usac) {

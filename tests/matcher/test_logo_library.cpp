@@ -269,6 +269,54 @@ TEST_F(LogoQueryTest, NegativeSceneHasNoDetection) {
   }
 }
 
+TEST_F(LogoQueryTest, GuidedPassFindsSmallLogosTheFirstPassMisses) {
+  // Logos about 60 px wide leave few matches that pass the ratio test. The guided pass must find
+  // more of them than the first pass alone, keep what the first pass finds, and add no wrong
+  // detection.
+  LogoEvalOptions o = SceneOptions();
+  o.min_logo_width = 58;
+  o.max_logo_width = 64;
+  o.max_rotation_deg = 45;
+  LogoQueryOptions plain;
+  plain.guided = false;
+  const LogoQueryOptions guided;  // the default has the guided pass on
+  int found_plain = 0, found_guided = 0, wrong = 0;
+  const char* names[] = {"linux", "helix", "opencv", "windows", "zeta", "qubit"};
+  for (int i = 0; i < 24; ++i) {
+    cv::RNG rng(300 + i);
+    const EvalScene s = MakeEvalScene({Logo(names[i % 6])},
+                                      (*backgrounds_)[static_cast<std::size_t>(i) %
+                                                      backgrounds_->size()],
+                                      false, false, rng, o);
+    ASSERT_EQ(s.truth.size(), 1u);
+    const core::Features f = lib_->ExtractSceneFeatures(s.image);
+    const LogoQueryResult a = lib_->Query(f, plain);
+    const LogoQueryResult b = lib_->Query(f, guided);
+    const bool in_a = Find(a, s.truth[0]) != nullptr, in_b = Find(b, s.truth[0]) != nullptr;
+    found_plain += in_a;
+    found_guided += in_b;
+    EXPECT_TRUE(!in_a || in_b) << "scene " << i << ": the guided pass lost a detection";
+    for (const auto& d : b.detections)
+      if (!(d.name == s.truth[0].name && QuadOverlap(d.quad, s.truth[0].quad) >= 0.5)) ++wrong;
+  }
+  EXPECT_GT(found_guided, found_plain);
+  EXPECT_EQ(wrong, 0);
+}
+
+TEST_F(LogoQueryTest, GuidedPassFindsNothingInDistractorScenes) {
+  // Drawn words and shapes that are not in the library (some share letters with "ACME").
+  for (int i = 0; i < 8; ++i) {
+    cv::RNG rng(400 + i);
+    const EvalScene s = MakeEvalScene(
+        {}, (*backgrounds_)[static_cast<std::size_t>(i) % backgrounds_->size()], false, true,
+        rng, SceneOptions());
+    const LogoQueryResult r = lib_->QueryImage(s.image);
+    EXPECT_TRUE(r.detections.empty())
+        << "scene " << i << ": false detection of " << r.detections[0].name << " with "
+        << r.detections[0].inliers << " inliers";
+  }
+}
+
 TEST_F(LogoQueryTest, MakingASceneLeavesTheLogoUnchanged) {
   // Small logos are low-pass filtered before they are warped; the filter must work on a copy,
   // or every later scene would get a logo blurred once more.
@@ -293,6 +341,12 @@ TEST_F(LogoQueryTest, RejectsMismatchedDescriptorsAndBadOptions) {
   EXPECT_THROW(lib_->Query(f), LogoLibraryError);
   LogoQueryOptions o;
   o.k = 1;
+  EXPECT_THROW(lib_->Query(f, o), std::invalid_argument);
+  o = LogoQueryOptions();
+  o.guided_min_matches = 1;
+  EXPECT_THROW(lib_->Query(f, o), std::invalid_argument);
+  o = LogoQueryOptions();
+  o.guided_radius = 0;
   EXPECT_THROW(lib_->Query(f, o), std::invalid_argument);
 }
 

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <complex>
 #include <ctime>
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -57,6 +59,11 @@ bool LogoQueryOptions::Check(std::string* why) const {
   if (!(max_anisotropy >= 1)) return bad("max anisotropy must be >= 1");
   if (!(min_side_px >= 0)) return bad("min side must be >= 0 px");
   if (!(max_scale_change >= 1)) return bad("max scale change must be >= 1");
+  if (!(guided_ratio > 0 && guided_ratio <= 1)) return bad("guided ratio must be in (0, 1]");
+  if (guided_min_matches < 2) return bad("guided min matches must be >= 2");
+  if (!(guided_radius > 0 && guided_radius <= 1)) return bad("guided radius must be in (0, 1]");
+  if (!(guided_min_evidence >= 0 && guided_min_evidence <= 1))
+    return bad("guided min evidence must be in [0, 1]");
   if (top < 0) return bad("top must be >= 0");
   if (threads < 0) return bad("threads must be >= 0");
   return true;
@@ -301,6 +308,30 @@ core::Features ExtractLogoFeatures(const cv::Mat& img, const SiftOptions& sift) 
     if (f.size() > 0) out.descriptors.Append(f.descriptors);
   }
   return out;
+}
+
+// Squared L2 distance between row i of `a` and row j of `b` (same type and dim).
+double DescriptorDistance2(const core::DescriptorMatrix& a, int64_t i,
+                           const core::DescriptorMatrix& b, int64_t j) {
+  const int32_t dim = a.dim();
+  if (a.type() == core::DescriptorType::kUint8) {
+    const uint8_t* x = a.u8() + i * dim;
+    const uint8_t* y = b.u8() + j * dim;
+    int32_t sum = 0;
+    for (int32_t c = 0; c < dim; ++c) {
+      const int32_t t = static_cast<int32_t>(x[c]) - static_cast<int32_t>(y[c]);
+      sum += t * t;
+    }
+    return sum;
+  }
+  const float* x = a.f32() + i * dim;
+  const float* y = b.f32() + j * dim;
+  double sum = 0;
+  for (int32_t c = 0; c < dim; ++c) {
+    const double t = static_cast<double>(x[c]) - y[c];
+    sum += t * t;
+  }
+  return sum;
 }
 
 bool InsideQuad(const std::array<cv::Point2f, 4>& q, float x, float y) {
@@ -754,58 +785,271 @@ LogoQueryResult LogoLibrary::Query(const core::Features& scene, const LogoQueryO
   vo.threshold = options.threshold;
   vo.max_iterations = options.max_iterations;
   vo.min_inliers = options.min_inliers;
-  std::vector<LogoDetection> found;
-  for (const auto& [logo, count] : ranked) {
+  // One instance: a homography from `matches`, plausible for a flat logo, and its inliers with
+  // each logo keypoint and each scene keypoint counted once (several scene features matched to
+  // one logo feature, or the reverse, are one piece of evidence).
+  struct Instance {
+    cv::Matx33d H;
+    std::array<cv::Point2f, 4> quad;
+    std::vector<uint8_t> inlier_mask;  // parallel to the matches
+    std::vector<core::Match> in;       // distinct inliers
+  };
+  auto fit_instance = [&](int32_t logo,
+                          const std::vector<core::Match>& matches) -> std::optional<Instance> {
     const LogoInfo& info = d.logos[static_cast<std::size_t>(logo)];
     const core::Features& lf = d.features[static_cast<std::size_t>(logo)];
+    Verification v = VerifyMatches(lf.keypoints, scene.keypoints, matches, vo);
+    if (!v.verified || v.matrix.empty()) return std::nullopt;
+    Instance inst;
+    for (int a = 0; a < 3; ++a)
+      for (int b = 0; b < 3; ++b) inst.H(a, b) = v.matrix.at<double>(a, b);
+    if (!PlausibleHomography(inst.H, info.width, info.height, options, scene_area, &inst.quad))
+      return std::nullopt;
+    inst.inlier_mask = v.inliers;
+    std::vector<int32_t> used_logo, used_scene;
+    for (std::size_t i = 0; i < matches.size(); ++i) {
+      if (!v.inliers[i]) continue;
+      const auto& m = matches[i];
+      if (std::find(used_logo.begin(), used_logo.end(), m.query) != used_logo.end()) continue;
+      if (std::find(used_scene.begin(), used_scene.end(), m.train) != used_scene.end()) continue;
+      used_logo.push_back(m.query);
+      used_scene.push_back(m.train);
+      inst.in.push_back(m);
+    }
+    return inst;
+  };
+  std::vector<LogoDetection> found;
+  // Adds the detection of an instance when it has enough inliers and confidence.
+  auto add_detection = [&](int32_t logo, Instance& inst, std::size_t num_matches) {
+    const int inliers = static_cast<int>(inst.in.size());
+    if (inliers < options.min_inliers) return false;
+    const LogoInfo& info = d.logos[static_cast<std::size_t>(logo)];
+    LogoDetection det;
+    det.name = info.name;
+    det.logo_id = info.id;
+    det.inliers = inliers;
+    det.candidates = static_cast<int>(num_matches);
+    det.inlier_ratio = static_cast<double>(inliers) / static_cast<double>(num_matches);
+    det.confidence = LogoConfidence(inliers, det.inlier_ratio);
+    det.quad = inst.quad;
+    det.homography = inst.H;
+    det.matches = inst.in;
+    if (det.confidence < options.min_confidence) return false;
+    found.push_back(std::move(det));
+    return true;
+  };
+  for (const auto& [logo, count] : ranked) {
     std::vector<core::Match> remaining = per_logo[logo];
     for (int inst = 0; inst < options.max_instances; ++inst) {
       if (static_cast<int>(remaining.size()) < options.min_inliers) break;
-      Verification v = VerifyMatches(lf.keypoints, scene.keypoints, remaining, vo);
-      if (!v.verified || v.matrix.empty()) break;
-      cv::Matx33d H;
-      for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) H(a, b) = v.matrix.at<double>(a, b);
-      std::array<cv::Point2f, 4> quad;
-      if (!PlausibleHomography(H, info.width, info.height, options, scene_area, &quad)) break;
-      // Count each logo keypoint and each scene keypoint once: several scene features matched
-      // to one logo feature (or the reverse) are one piece of evidence.
-      std::vector<core::Match> in;
-      std::vector<int32_t> used_logo, used_scene;
-      for (std::size_t i = 0; i < remaining.size(); ++i) {
-        if (!v.inliers[i]) continue;
-        const auto& m = remaining[i];
-        if (std::find(used_logo.begin(), used_logo.end(), m.query) != used_logo.end()) continue;
-        if (std::find(used_scene.begin(), used_scene.end(), m.train) != used_scene.end())
-          continue;
-        used_logo.push_back(m.query);
-        used_scene.push_back(m.train);
-        in.push_back(m);
-      }
-      const int inliers = static_cast<int>(in.size());
-      const double ratio = static_cast<double>(inliers) / static_cast<double>(remaining.size());
+      std::optional<Instance> fit = fit_instance(logo, remaining);
+      if (!fit) break;
       // Leave out the inliers and every match that lands inside this instance's outline.
       std::vector<core::Match> rest;
       for (std::size_t i = 0; i < remaining.size(); ++i) {
-        if (v.inliers[i]) continue;
+        if (fit->inlier_mask[i]) continue;
         const auto& kp = scene.keypoints[static_cast<std::size_t>(remaining[i].train)];
-        if (InsideQuad(quad, kp.x, kp.y)) continue;
+        if (InsideQuad(fit->quad, kp.x, kp.y)) continue;
         rest.push_back(remaining[i]);
       }
-      if (inliers >= options.min_inliers) {
-        LogoDetection det;
-        det.name = info.name;
-        det.logo_id = info.id;
-        det.inliers = inliers;
-        det.candidates = static_cast<int>(remaining.size());
-        det.inlier_ratio = ratio;
-        det.confidence = LogoConfidence(inliers, ratio);
-        det.quad = quad;
-        det.homography = H;
-        det.matches = std::move(in);
-        if (det.confidence >= options.min_confidence) found.push_back(std::move(det));
-      }
+      add_detection(logo, *fit, remaining.size());
       remaining.swap(rest);
+    }
+  }
+
+  // 4. The guided pass (see LogoQueryOptions::guided), for the matches of each logo that no
+  // detection of that logo covers.
+  if (options.guided) {
+    std::vector<std::pair<int32_t, std::size_t>> guided;
+    for (const auto& [logo, ms] : per_logo)
+      if (static_cast<int>(ms.size()) >= options.guided_min_matches)
+        guided.emplace_back(logo, ms.size());
+    std::sort(guided.begin(), guided.end(), [](const auto& a, const auto& b) {
+      return a.second > b.second || (a.second == b.second && a.first < b.first);
+    });
+    if (guided.size() > static_cast<std::size_t>(options.max_candidates))
+      guided.resize(static_cast<std::size_t>(options.max_candidates));
+    constexpr double kScaleTolerance = 1.7;  // keypoint size ratio vs the hypothesis' scale
+    constexpr std::size_t kMaxSeeds = 64;    // strongest ratio-test matches tried as pairs
+    constexpr double kAngleTolerance = 30;   // keypoint angle vs the hypothesis' rotation, deg
+    for (const auto& [logo, count] : guided) {
+      const LogoInfo& info = d.logos[static_cast<std::size_t>(logo)];
+      const auto& lk = d.features[static_cast<std::size_t>(logo)].keypoints;
+      std::vector<std::array<cv::Point2f, 4>> taken;
+      for (const auto& det : found)
+        if (det.logo_id == info.id) taken.push_back(det.quad);
+      auto uncovered = [&](const std::vector<core::Match>& ms) {
+        std::vector<core::Match> out;
+        for (const auto& m : ms) {
+          const auto& kp = scene.keypoints[static_cast<std::size_t>(m.train)];
+          bool inside = false;
+          for (const auto& q : taken) inside = inside || InsideQuad(q, kp.x, kp.y);
+          if (!inside) out.push_back(m);
+        }
+        return out;
+      };
+      std::vector<core::Match> strict = uncovered(per_logo[logo]);
+      for (int inst = static_cast<int>(taken.size()); inst < options.max_instances; ++inst) {
+        if (static_cast<int>(strict.size()) < options.guided_min_matches) break;
+        std::vector<core::Match> seeds = strict;
+        std::sort(seeds.begin(), seeds.end(), [](const core::Match& a, const core::Match& b) {
+          return a.ratio < b.ratio || (a.ratio == b.ratio && a.train < b.train);
+        });
+        if (seeds.size() > kMaxSeeds) seeds.resize(kMaxSeeds);
+        // A similarity logo -> scene from each pair of seeds: z = complex scale-rotation.
+        auto lp = [&](const core::Match& m) {
+          const auto& k = lk[static_cast<std::size_t>(m.query)];
+          return std::complex<double>(k.x, k.y);
+        };
+        auto sp = [&](const core::Match& m) {
+          const auto& k = scene.keypoints[static_cast<std::size_t>(m.train)];
+          return std::complex<double>(k.x, k.y);
+        };
+        auto size_ratio = [&](const core::Match& m) {
+          const double a = lk[static_cast<std::size_t>(m.query)].size;
+          const double b = scene.keypoints[static_cast<std::size_t>(m.train)].size;
+          return a > 0 && b > 0 ? b / a : 0.0;
+        };
+        // SIFT orientations turn with the logo: the scene keypoint's angle minus the logo
+        // keypoint's is the hypothesis' rotation (degrees, image axes), up to blur and
+        // perspective.
+        auto angle_ok = [&](const core::Match& m, double rotation_deg) {
+          const double a = lk[static_cast<std::size_t>(m.query)].angle;
+          const double b = scene.keypoints[static_cast<std::size_t>(m.train)].angle;
+          if (a < 0 || b < 0) return true;  // no orientation known
+          const double diff = std::remainder(b - a - rotation_deg, 360.0);
+          return std::abs(diff) <= kAngleTolerance;
+        };
+        auto scale_ok = [&](const core::Match& m, double s, double tol) {
+          const double r = size_ratio(m);
+          return r > 0 && r <= s * tol && r * tol >= s;
+        };
+        int best_support = 0;
+        double best_residual = 0;
+        std::complex<double> best_z, best_a, best_b;
+        for (std::size_t i = 0; i < seeds.size(); ++i) {
+          for (std::size_t j = i + 1; j < seeds.size(); ++j) {
+            const auto dl = lp(seeds[j]) - lp(seeds[i]);
+            const auto ds = sp(seeds[j]) - sp(seeds[i]);
+            if (std::abs(dl) < 4.0 || std::abs(ds) < 3.0) continue;
+            const std::complex<double> z = ds / dl;
+            const double s = std::abs(z);
+            const double width = s * info.width, height = s * info.height;
+            if (width < options.min_side_px || height < options.min_side_px) continue;
+            if (!scale_ok(seeds[i], s, kScaleTolerance) || !scale_ok(seeds[j], s, kScaleTolerance))
+              continue;
+            const double rot = std::arg(z) * 180.0 / CV_PI;
+            if (!angle_ok(seeds[i], rot) || !angle_ok(seeds[j], rot)) continue;
+            const double tol = std::max(2.0 * options.threshold, 0.08 * width);
+            int support = 0;
+            double residual = 0;
+            std::vector<int32_t> scene_pts;
+            for (const auto& m : seeds) {
+              const double e = std::abs(sp(seeds[i]) + z * (lp(m) - lp(seeds[i])) - sp(m));
+              if (e > tol || !scale_ok(m, s, kScaleTolerance) || !angle_ok(m, rot)) continue;
+              if (std::find(scene_pts.begin(), scene_pts.end(), m.train) != scene_pts.end())
+                continue;
+              scene_pts.push_back(m.train);
+              ++support;
+              residual += e;
+            }
+            if (support > best_support || (support == best_support && residual < best_residual)) {
+              best_support = support;
+              best_residual = residual;
+              best_z = z;
+              best_a = lp(seeds[i]);
+              best_b = sp(seeds[i]);
+            }
+          }
+        }
+        if (best_support < options.guided_min_matches) break;
+        // Guided matching: each scene keypoint in the hypothesised outline is compared with the
+        // logo's descriptors; its nearest logo point among those the hypothesis puts within
+        // `radius` of it (at a consistent scale and angle) is kept when that distance beats
+        // every logo point elsewhere by the guided ratio.
+        const double s = std::abs(best_z);
+        const double rot = std::arg(best_z) * 180.0 / CV_PI;
+        const double radius =
+            std::max(2.0 * options.threshold, options.guided_radius * s * info.width);
+        const std::complex<double> inv = 1.0 / best_z;
+        const core::DescriptorMatrix& ld = d.features[static_cast<std::size_t>(logo)].descriptors;
+        const int64_t nl = ld.rows();
+        std::vector<std::complex<double>> predicted(static_cast<std::size_t>(nl));
+        for (int64_t a = 0; a < nl; ++a) {
+          const auto& k = lk[static_cast<std::size_t>(a)];
+          predicted[static_cast<std::size_t>(a)] =
+              best_b + best_z * (std::complex<double>(k.x, k.y) - best_a);
+        }
+        const double margin = radius / s;  // in logo pixels
+        std::vector<core::Match> gathered;
+        for (std::size_t b = 0; b < scene.keypoints.size(); ++b) {
+          const auto& sk = scene.keypoints[b];
+          const std::complex<double> pos(sk.x, sk.y);
+          const std::complex<double> in_logo = best_a + inv * (pos - best_b);
+          if (in_logo.real() < -margin || in_logo.real() > info.width + margin ||
+              in_logo.imag() < -margin || in_logo.imag() > info.height + margin)
+            continue;
+          bool covered = false;
+          for (const auto& q : taken) covered = covered || InsideQuad(q, sk.x, sk.y);
+          if (covered) continue;
+          double best_in = std::numeric_limits<double>::infinity();
+          double best_out = std::numeric_limits<double>::infinity();
+          int32_t best_row = -1;
+          for (int64_t a = 0; a < nl; ++a) {
+            const double dist = DescriptorDistance2(ld, a, scene.descriptors,
+                                                    static_cast<int64_t>(b));
+            if (std::abs(predicted[static_cast<std::size_t>(a)] - pos) > radius) {
+              best_out = std::min(best_out, dist);
+              continue;
+            }
+            core::Match m;
+            m.query = static_cast<int32_t>(a);
+            m.train = static_cast<int32_t>(b);
+            if (dist < best_in && scale_ok(m, s, 2.0) && angle_ok(m, rot)) {
+              best_in = dist;
+              best_row = static_cast<int32_t>(a);
+            }
+          }
+          if (best_row < 0) continue;
+          const double ratio = std::isinf(best_out) ? 0.0
+                               : best_out > 0      ? std::sqrt(best_in / best_out)
+                                                   : 1.0;
+          if (ratio > options.guided_ratio) continue;
+          core::Match m;
+          m.query = best_row;
+          m.train = static_cast<int32_t>(b);
+          m.image = logo;
+          m.distance = static_cast<float>(std::sqrt(best_in));
+          m.ratio = static_cast<float>(ratio);
+          gathered.push_back(m);
+        }
+        if (static_cast<int>(gathered.size()) < options.min_inliers) break;
+        std::optional<Instance> fit = fit_instance(logo, gathered);
+        if (!fit) break;
+        // Evidence of a guided detection: the part of the logo its inliers span (convex hull,
+        // fraction of the logo's area) times the part of the scene keypoints inside its outline
+        // that they explain. A hypothesis grown from one shared detail (two letters that another
+        // word also has) gathers matches around that detail only; a wrong outline over a busy
+        // region explains few of the keypoints it covers.
+        std::vector<cv::Point2f> pts;
+        for (const auto& m : fit->in) {
+          const auto& k = lk[static_cast<std::size_t>(m.query)];
+          pts.emplace_back(k.x, k.y);
+        }
+        std::vector<cv::Point2f> hull;
+        cv::convexHull(pts, hull);
+        const double spread =
+            hull.size() >= 3 ? cv::contourArea(hull) / (static_cast<double>(info.width) * info.height)
+                             : 0.0;
+        int inside = 0;
+        for (const auto& k : scene.keypoints) inside += InsideQuad(fit->quad, k.x, k.y) ? 1 : 0;
+        const double explained =
+            static_cast<double>(fit->in.size()) / static_cast<double>(std::max(1, inside));
+        if (spread * explained < options.guided_min_evidence) break;
+        if (!add_detection(logo, *fit, gathered.size())) break;
+        taken.push_back(fit->quad);
+        strict = uncovered(strict);
+      }
     }
   }
   // Rank, then drop detections whose outline mostly covers a better one (another logo claiming

@@ -79,6 +79,20 @@ struct LogoQueryOptions {
   double max_anisotropy = 6.0;    // largest / smallest singular value of the local affine part
   double min_side_px = 12.0;      // shortest side of the outline in the scene, pixels
   double max_scale_change = 4.0;  // largest / smallest local scale over the logo's corners
+  // Guided second pass for logos the first pass does not find (small, far or partly hidden
+  // logos leave few matches that pass the ratio test): a similarity hypothesis from
+  // guided_min_matches or more ratio-test matches that agree on position and keypoint scale
+  // gathers every looser match (ratio <= guided_ratio) that lands near where the hypothesis puts
+  // its logo point, at a consistent scale; those are verified with a homography as above.
+  bool guided = true;
+  float guided_ratio = 0.95f;     // ratio test of the matches the hypothesis may gather
+  int guided_min_matches = 3;     // ratio-test matches that must agree on the hypothesis
+  double guided_radius = 0.15;    // gathering radius, fraction of the logo's width in the scene
+                                  // (at least 2 * threshold)
+  // A guided detection needs spread * explained >= this: spread = area of the convex hull of
+  // its inliers in the logo / the logo's area; explained = inliers / scene keypoints inside its
+  // outline.
+  double guided_min_evidence = 0.012;
   int top = 0;                    // keep the best N detections per scene; 0 = all
   int threads = 0;                // CPU threads for the kNN search; 0 = all
 
