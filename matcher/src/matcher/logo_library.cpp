@@ -936,6 +936,18 @@ LogoQueryResult LogoLibrary::Query(const core::Features& scene, const LogoQueryO
             const double s = std::abs(z);
             const double width = s * info.width, height = s * info.height;
             if (width < options.min_side_px || height < options.min_side_px) continue;
+            // The whole logo fits in the scene and its centre lies inside it (this also keeps
+            // the guided matching below from comparing most of the scene with the logo).
+            // (Only known when the features carry the scene's size.)
+            if (scene.image_width > 0 && scene.image_height > 0) {
+              if (width > scene.image_width || height > scene.image_height) continue;
+              const std::complex<double> centre =
+                  sp(seeds[i]) +
+                  z * (std::complex<double>(info.width / 2.0, info.height / 2.0) - lp(seeds[i]));
+              if (centre.real() < 0 || centre.real() > scene.image_width || centre.imag() < 0 ||
+                  centre.imag() > scene.image_height)
+                continue;
+            }
             if (!scale_ok(seeds[i], s, kScaleTolerance) || !scale_ok(seeds[j], s, kScaleTolerance))
               continue;
             const double rot = std::arg(z) * 180.0 / CV_PI;
