@@ -100,25 +100,28 @@ __device__ inline unsigned LaneMaskLt() {
   return m;
 }
 
+// One output slot from a sorted word: padding (the sentinel) becomes index -1 / +inf; a real
+// word gives its value and its column (offset by col0), or the caller's index for that column.
+__device__ inline void DecodeWord(const SelectArgs& a, u64 w, int64_t src_row, int64_t col0,
+                                  float* value, int64_t* index) {
+  if (w == kSentinel) {
+    *value = __int_as_float(0x7f800000);
+    *index = -1;
+    return;
+  }
+  *value = KeyToFloat(static_cast<unsigned>(w >> 32));
+  const int64_t col = col0 + static_cast<int64_t>(w & 0xffffffffull);
+  *index = a.in_indices ? a.in_indices[src_row * a.row_stride + col] : col;
+}
+
 // Writes the first k words of `sorted` (ascending, shared memory) as row `row` of the output.
 template <int T>
 __device__ void WriteRow(const SelectArgs& a, int64_t row, const u64* sorted) {
   const RowView rv = GetRow(a, row);
   const int64_t out0 = row * static_cast<int64_t>(a.k);
   for (int i = threadIdx.x; i < a.k; i += T) {
-    const u64 w = sorted[i];
-    float v;
-    int64_t idx;
-    if (w == kSentinel) {
-      v = __int_as_float(0x7f800000);
-      idx = -1;
-    } else {
-      v = KeyToFloat(static_cast<unsigned>(w >> 32));
-      const int64_t col = rv.col0 + static_cast<int64_t>(w & 0xffffffffull);
-      idx = a.in_indices ? a.in_indices[rv.src_row * a.row_stride + col] : col;
-    }
-    a.out_values[out0 + i] = v;
-    a.out_indices[out0 + i] = idx;
+    DecodeWord(a, sorted[i], rv.src_row, rv.col0, &a.out_values[out0 + i],
+               &a.out_indices[out0 + i]);
   }
 }
 

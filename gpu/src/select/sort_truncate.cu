@@ -33,18 +33,7 @@ __global__ void TakeFirstKernel(SelectArgs a, const u64* sorted, int64_t row0, i
     const int64_t r = i / a.k, j = i % a.k;
     const int64_t row = row0 + r;
     const u64 w = j < a.cols ? sorted[r * a.cols + j] : kSentinel;
-    float v;
-    int64_t idx;
-    if (w == kSentinel) {
-      v = __int_as_float(0x7f800000);
-      idx = -1;
-    } else {
-      v = KeyToFloat(static_cast<unsigned>(w >> 32));
-      const int64_t col = static_cast<int64_t>(w & 0xffffffffull);
-      idx = a.in_indices ? a.in_indices[row * a.row_stride + col] : col;
-    }
-    a.out_values[row * a.k + j] = v;
-    a.out_indices[row * a.k + j] = idx;
+    DecodeWord(a, w, row, 0, &a.out_values[row * a.k + j], &a.out_indices[row * a.k + j]);
   }
 }
 
