@@ -100,14 +100,8 @@ int RunMatch(MatchArgs& args) {
 
   nlohmann::json report = matcher::MatchResultToJson(r, a.features, b.features);
   report["inputs"] = {{"a", a.path}, {"b", b.path}};
-  report["settings"] = {{"sift", nlohmann::json::parse(args.sift.ToJson())},
-                        {"k", args.match.match.k},
-                        {"metric", args.match.metric},
-                        {"ratio", args.match.match.filter.ratio},
-                        {"mutual", args.match.match.filter.mutual},
-                        {"max_distance", args.match.match.filter.max_distance},
-                        {"usac", args.match.usac},
-                        {"threshold", args.match.match.verify.threshold}};
+  report["settings"] =
+      matcher::MatchSettingsToJson(args.sift, args.match.match, args.backend.backend);
   report["times_ms"]["load_a"] = a.load_ms;
   report["times_ms"]["load_b"] = b.load_ms;
   report["times_ms"]["extract_a"] = a.extract_ms;

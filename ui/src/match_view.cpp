@@ -457,6 +457,21 @@ void MatchView::ShowMatchInfo(int index) {
                      .arg(kind));
 }
 
+namespace {
+
+// Writes `size` bytes to `path` through a temporary file renamed into place, so a failed save
+// never leaves a half-written file; `why` gets the reason on failure.
+bool WriteFileAtomically(const QString& path, const char* data, qint64 size, QString* why) {
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly) || file.write(data, size) != size || !file.commit()) {
+    if (why) *why = QObject::tr("Cannot write %1: %2").arg(path, file.errorString());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool MatchView::SaveDrawing(const QString& path, QString* why) const {
   if (!outcome_) {
     if (why) *why = tr("There is no match result to draw yet.");
@@ -476,15 +491,8 @@ bool MatchView::SaveDrawing(const QString& path, QString* why) const {
       if (why) *why = tr("OpenCV cannot encode images as .%1; use .png or .jpg.").arg(ext);
       return false;
     }
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) ||
-        file.write(reinterpret_cast<const char*>(bytes.data()),
-                   static_cast<qint64>(bytes.size())) != static_cast<qint64>(bytes.size()) ||
-        !file.commit()) {
-      if (why) *why = tr("Cannot write %1: %2").arg(path, file.errorString());
-      return false;
-    }
-    return true;
+    return WriteFileAtomically(path, reinterpret_cast<const char*>(bytes.data()),
+                               static_cast<qint64>(bytes.size()), why);
   } catch (const std::exception& e) {
     if (why) *why = QString::fromStdString(e.what());
     return false;
@@ -502,30 +510,13 @@ bool MatchView::SaveReport(const QString& path, QString* why) const {
     nlohmann::json report = matcher::MatchResultToJson(o.result, *o.features_a, *o.features_b);
     report["inputs"] = {{"a", o.request.path_a.toStdString()},
                         {"b", o.request.path_b.toStdString()}};
-    report["settings"] = {{"sift", nlohmann::json::parse(o.request.sift.ToJson())},
-                          {"k", m.k},
-                          {"metric", core::MetricName(m.metric)},
-                          {"ratio", m.filter.ratio},
-                          {"mutual", m.filter.mutual},
-                          {"max_distance", m.filter.max_distance},
-                          {"model", matcher::GeometryModelName(m.verify.model)},
-                          {"usac", matcher::UsacMethodName(m.verify.method)},
-                          {"threshold", m.verify.threshold},
-                          {"backend", matcher::BackendKindName(o.request.backend.kind)}};
+    report["settings"] = matcher::MatchSettingsToJson(o.request.sift, m, o.request.backend);
     report["times_ms"]["load_a"] = o.load_ms_a;
     report["times_ms"]["load_b"] = o.load_ms_b;
     report["times_ms"]["extract_a"] = o.extract_ms_a;
     report["times_ms"]["extract_b"] = o.extract_ms_b;
     const std::string text = report.dump(2) + "\n";
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) ||
-        file.write(text.data(), static_cast<qint64>(text.size())) !=
-            static_cast<qint64>(text.size()) ||
-        !file.commit()) {
-      if (why) *why = tr("Cannot write %1: %2").arg(path, file.errorString());
-      return false;
-    }
-    return true;
+    return WriteFileAtomically(path, text.data(), static_cast<qint64>(text.size()), why);
   } catch (const std::exception& e) {
     if (why) *why = QString::fromStdString(e.what());
     return false;

@@ -97,6 +97,20 @@ MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
   return r;
 }
 
+nlohmann::json MatchSettingsToJson(const SiftOptions& sift, const MatchOptions& m,
+                                   const BackendOptions& backend) {
+  return {{"sift", nlohmann::json::parse(sift.ToJson())},
+          {"k", m.k},
+          {"metric", core::MetricName(m.metric)},
+          {"ratio", m.filter.ratio},
+          {"mutual", m.filter.mutual},
+          {"max_distance", m.filter.max_distance},
+          {"model", GeometryModelName(m.verify.model)},
+          {"usac", UsacMethodName(m.verify.method)},
+          {"threshold", m.verify.threshold},
+          {"backend", BackendKindName(backend.kind)}};
+}
+
 nlohmann::json MatchResultToJson(const MatchResult& result, const core::Features& a,
                                  const core::Features& b, bool include_matches) {
   using nlohmann::json;

@@ -8,6 +8,7 @@
 
 #include "fm/core/filters.h"
 #include "fm/core/knn.h"
+#include "fm/matcher/backend.h"
 #include "fm/matcher/sift.h"
 #include "fm/matcher/verify.h"
 
@@ -55,6 +56,10 @@ std::vector<uint8_t> MaskFromImage(const core::Features& f, const cv::Mat& mask)
 MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
                           const MatchOptions& options, core::KnnBackend& backend,
                           const FeatureMasks* masks = nullptr);
+
+// The settings a match ran with, as the "settings" object of a match report (CLI and GUI).
+nlohmann::json MatchSettingsToJson(const SiftOptions& sift, const MatchOptions& match,
+                                   const BackendOptions& backend);
 
 // The JSON report of a match (counts, model, matches with inlier flags, times, inputs).
 nlohmann::json MatchResultToJson(const MatchResult& result, const core::Features& a,
