@@ -38,7 +38,10 @@ uint32_t Bits(float v) {
 
 #define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x
 
-enum class Fill { kRandom, kDuplicates, kAllEqual, kInfNan, kSorted, kReverse, kNegative };
+// kSampleTrap: small increasing values exactly where quick multi-select samples a row for its first
+// pivot (eight words at each of 256 evenly spaced places), large values elsewhere, so the pivot
+// falls below the k-th word for most k and the row must be streamed again.
+enum class Fill { kRandom, kDuplicates, kAllEqual, kInfNan, kSorted, kReverse, kNegative, kSampleTrap };
 
 struct Shape {
   const char* name;
@@ -91,6 +94,12 @@ std::vector<float> MakeRows(const Shape& s, int64_t cols, int64_t stride, uint32
         case Fill::kSorted: v = static_cast<float>(c) * 0.25f; break;
         case Fill::kReverse: v = static_cast<float>(cols - c) * 0.25f; break;
         case Fill::kNegative: v = -v * 1e30f; break;
+        case Fill::kSampleTrap: {
+          const int64_t step = cols / 256, t = step > 0 ? c / step : 0;
+          const int64_t p = t * step / 8 * 8;
+          v = (t < 256 && c >= p && c < p + 8) ? static_cast<float>(t * 8 + (c - p)) : 1e6f + v;
+          break;
+        }
       }
       row[c] = v;
     }
@@ -186,6 +195,7 @@ const Shape kShapes[] = {
     {"negative", 6, 3001, Fill::kNegative},
     {"strided_ids", 5, 2500, Fill::kRandom, 3, true},
     {"n65536", 12, 65536, Fill::kRandom},
+    {"sample_trap", 3, 65536, Fill::kSampleTrap},
     {"many_rows", 8192, 40, Fill::kRandom},
     {"big_n1m", 2, 1048576, Fill::kRandom},
 };

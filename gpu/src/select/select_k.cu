@@ -95,17 +95,15 @@ SelectAlgo ParseSelectAlgo(const std::string& name) {
 }
 
 // Thresholds from bench/results/select_h200.jsonl (featmatch-bench select on an H200; table in
-// bench/results/select_h200.md). The merge queue (one warp per row for k <= 1024) is the fastest
-// for k <= 256 everywhere, for k = 512 up to N = 65536 and for k = 1024 at N = 32768 and 65536;
-// quick multi-select wins at k >= 512 on long rows (N >= 2^17) and at k = 1024 for N <= 16384.
-// k above the largest bucket sorts whole rows.
+// bench/results/select_h200.md). The merge queue (one warp per row) is the fastest for k <= 64 on
+// every shape and for k = 128 on rows of 8192; quick multi-select (sampled first pivot, one block
+// per row) for k = 128 from N = 16384 on and for every k >= 256. k above the largest bucket sorts
+// whole rows.
 SelectAlgo ChooseSelectAlgo(int64_t rows, int64_t cols, int64_t k) {
   (void)rows;
   if (k > detail::kMaxSelectBucket) return SelectAlgo::kSortTruncate;
-  if (k <= 256) return SelectAlgo::kMergeQueue;
-  const bool long_rows = cols >= (int64_t{1} << 17);
-  if (k <= 512) return long_rows ? SelectAlgo::kQuickMultiSelect : SelectAlgo::kMergeQueue;
-  if (k <= 1024 && cols >= 32768 && !long_rows) return SelectAlgo::kMergeQueue;
+  if (k <= 64) return SelectAlgo::kMergeQueue;
+  if (k <= 128 && cols < 16384) return SelectAlgo::kMergeQueue;
   return SelectAlgo::kQuickMultiSelect;
 }
 

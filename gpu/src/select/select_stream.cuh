@@ -1,9 +1,9 @@
 // Buffered search: one block streams one row once, reading it with 16-byte loads, and appends to a
 // shared-memory buffer only the words below the block's current threshold (the k-th smallest word
-// known so far, kSentinel until k words have been seen). The threshold is tested top-down over a
-// small hierarchy of group minima: the warp (one vote), then each thread's groups of 4 (one
-// float4), then single elements, so almost all of a row is rejected with one compare per group.
-// Candidates are placed with a warp ballot and a population count (one shared atomic per warp);
+// known so far, kSentinel until k words have been seen). Each element costs one float compare
+// against the threshold, behind one compare per float4 minimum and one warp vote (hierarchical
+// partition: warp, group of four, element).
+// Each thread with candidates reserves its slots with one shared atomic;
 // when the buffer passes its fill mark the whole block flushes it together (the flush is the
 // algorithm's own: merge into a queue, or quick multi-select compaction), which lowers the
 // threshold. So threads never diverge on insertion and the row is read exactly once.
@@ -50,6 +50,95 @@ __device__ inline float Lane4(const float4& f, int e) {
   return e == 0 ? f.x : e == 1 ? f.y : e == 2 ? f.z : f.w;
 }
 
+// Filters one chunk (cur: this thread's U float4 of the chunk at column `base`) into buf from
+// position `start`, through the chunk's append counter `ctr`.
+template <int T, int U>
+__device__ __forceinline__ void FilterChunk(const float4 (&cur)[U], int64_t base, int64_t cols,
+                                            bool vec, u64 thr, int* ctr, u64* buf, int start) {
+  constexpr int kChunk = T * 4 * U;
+  const int lane = threadIdx.x & 31;
+  const unsigned thr_key = static_cast<unsigned>(thr >> 32);
+  if (thr == kSentinel && base + kChunk <= cols) {
+    // Fewer than k words seen: the whole (full) chunk is taken, in place, no atomics.
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int local = vec ? (u * T + threadIdx.x) * 4 + e : (u * 4 + e) * T + threadIdx.x;
+        buf[start + local] = Pack(FloatKey(Lane4(cur[u], e)), base + local);
+      }
+    }
+    if (threadIdx.x == 0) *ctr = kChunk;
+  } else {
+    // One float compare per element marks the candidates in a per-thread bit mask. For a
+    // threshold word (key, col) with a finite or +inf value, value <= the threshold's value
+    // admits every word below the threshold and, besides, only words of the same value and a
+    // larger column: those lie above the threshold and never displace a smaller word, so the
+    // buffer may hold them. A NaN threshold compares words exactly. Elements past the row's end
+    // (last chunk only) are masked off.
+    static_assert(4 * U <= 32, "one bit per element of the chunk");
+    const float thr_f = KeyToFloat(thr_key);
+    unsigned bits = 0;
+    // Top level of the hierarchy: each float4's minimum, voted over the warp (one vote rejects
+    // the warp's 128 U columns). A NaN threshold skips the vote (it may pass NaN words).
+    bool any = thr_key == 0xffffffffu;
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      any |= fminf(fminf(cur[u].x, cur[u].y), fminf(cur[u].z, cur[u].w)) <= thr_f;
+    if (!__any_sync(kFullMask, any)) return;  // the warp's chunk holds no candidate
+    if (thr_key != 0xffffffffu) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        bits |= (cur[u].x <= thr_f ? 1u : 0u) << (u * 4);
+        bits |= (cur[u].y <= thr_f ? 1u : 0u) << (u * 4 + 1);
+        bits |= (cur[u].z <= thr_f ? 1u : 0u) << (u * 4 + 2);
+        bits |= (cur[u].w <= thr_f ? 1u : 0u) << (u * 4 + 3);
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int64_t c = vec ? base + static_cast<int64_t>(u * T + threadIdx.x) * 4 + e
+                                : base + static_cast<int64_t>((u * 4 + e) * T + threadIdx.x);
+          if (Pack(FloatKey(Lane4(cur[u], e)), c) < thr) bits |= 1u << (u * 4 + e);
+        }
+      }
+    }
+    if (base + kChunk > cols) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int64_t c = vec ? base + static_cast<int64_t>(u * T + threadIdx.x) * 4 + e
+                                : base + static_cast<int64_t>((u * 4 + e) * T + threadIdx.x);
+          if (c >= cols) bits &= ~(1u << (u * 4 + e));
+        }
+      }
+    }
+    // A thread with candidates reserves its slots with one shared atomic and writes them; most
+    // threads have none, and those that do rarely have more than one.
+    if (bits) {
+      int pos = start + atomicAdd(ctr, __popc(bits));
+      do {
+        const int j = __ffs(bits) - 1;
+        bits &= bits - 1;
+        const int u = j >> 2, e = j & 3;
+        float v = cur[0].x;
+#pragma unroll
+        for (int uu = 0; uu < U; ++uu) {
+          v = j == uu * 4 ? cur[uu].x : v;
+          v = j == uu * 4 + 1 ? cur[uu].y : v;
+          v = j == uu * 4 + 2 ? cur[uu].z : v;
+          v = j == uu * 4 + 3 ? cur[uu].w : v;
+        }
+        const int local = vec ? (u * T + threadIdx.x) * 4 + e : (u * 4 + e) * T + threadIdx.x;
+        buf[pos++] = Pack(FloatKey(v), base + local);
+      } while (bits);
+    }
+  }
+}
+
 // Streams row `row` of a. T threads, U float4 per thread per chunk; the next chunk's loads are
 // issued before the current chunk is filtered, so the block barrier never drains the memory
 // pipe. `buf` receives candidates from position `start` on; `flush_at`: after a chunk, when more
@@ -63,8 +152,6 @@ __device__ int StreamRow(const SelectArgs& a, int64_t row, u64* buf, int start, 
   const float* rp = rv.p;
   const int64_t cols = rv.cols;
   const bool vec = (reinterpret_cast<uintptr_t>(rp) & 15u) == 0;
-  const int lane = threadIdx.x & 31;
-  const unsigned lt = LaneMaskLt();
   float4 cur[U], nxt[U];
   if (cols > 0) LoadChunk<T, U>(rp, cols, 0, vec, cur);
   int it = 0;
@@ -72,52 +159,7 @@ __device__ int StreamRow(const SelectArgs& a, int64_t row, u64* buf, int start, 
     if (base + kChunk < cols) LoadChunk<T, U>(rp, cols, base + kChunk, vec, nxt);
     int* ctr = &ss.count[it % 3];
     if (threadIdx.x == 0) ss.count[(it + 1) % 3] = 0;
-    const u64 thr = ss.threshold;
-    const unsigned thr_key = static_cast<unsigned>(thr >> 32);
-    if (thr == kSentinel && base + kChunk <= cols) {
-      // Fewer than k words seen: the whole (full) chunk is taken, in place, no atomics.
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int local = vec ? (u * T + threadIdx.x) * 4 + e : (u * 4 + e) * T + threadIdx.x;
-          buf[start + local] = Pack(FloatKey(Lane4(cur[u], e)), base + local);
-        }
-      }
-      if (threadIdx.x == 0) *ctr = kChunk;
-    } else {
-      // Group minima on the raw floats: a float4 whose minimum is above the threshold's value
-      // holds no candidate. Exact only for a finite threshold; otherwise test every element.
-      const float thr_f = KeyToFloat(thr_key);
-      const bool loose = thr_key >= 0xff800000u;  // threshold +inf, NaN or none yet
-      bool any = loose;
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const float g = fminf(fminf(cur[u].x, cur[u].y), fminf(cur[u].z, cur[u].w));
-        any |= g <= thr_f;
-      }
-      if (__any_sync(kFullMask, any)) {
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int64_t c =
-                vec ? base + static_cast<int64_t>(u * T + threadIdx.x) * 4 + e
-                    : base + static_cast<int64_t>((u * 4 + e) * T + threadIdx.x);
-            const unsigned key = FloatKey(Lane4(cur[u], e));
-            const u64 w = Pack(key, c);
-            const bool cand = key <= thr_key && c < cols && w < thr;
-            const unsigned ballot = __ballot_sync(kFullMask, cand);
-            if (ballot) {
-              int wbase = 0;
-              if (lane == 0) wbase = atomicAdd(ctr, __popc(ballot));
-              wbase = __shfl_sync(kFullMask, wbase, 0);
-              if (cand) buf[start + wbase + __popc(ballot & lt)] = w;
-            }
-          }
-        }
-      }
-    }
+    FilterChunk<T, U>(cur, base, cols, vec, ss.threshold, ctr, buf, start);
     __syncthreads();
     start += *ctr;
     if (start > flush_at) start = flush(start);
@@ -126,5 +168,100 @@ __device__ int StreamRow(const SelectArgs& a, int64_t row, u64* buf, int start, 
   }
   return start;
 }
+
+__device__ __forceinline__ void CpAsyncZfill16(void* smem_dst, const void* src, int src_bytes) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void CpAsyncCommitGroup() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void CpAsyncWaitGroup() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// A row streamed through a ring of D chunks in shared memory filled by cp.async, so D - 1 chunks
+// (D - 1 times T * U * 16 bytes) are in flight per block without holding them in registers.
+// Every thread copies and later reads only its own 16-byte pieces, so waiting on its own copy
+// groups is enough. Rows whose start is not 16-byte aligned take StreamRow.
+template <int T, int U, int D>
+struct RingStream {
+  static constexpr int kChunk = T * 4 * U;
+  static constexpr int kFloats = D * kChunk;
+  const float* rp;
+  int64_t cols;
+  int64_t nchunks;
+  float* ring;
+
+  __device__ RingStream(const SelectArgs& a, int64_t row, float* ring_smem) : ring(ring_smem) {
+    const RowView rv = GetRow(a, row);
+    rp = rv.p;
+    cols = rv.cols;
+    nchunks = (cols + kChunk - 1) / kChunk;
+  }
+  __device__ bool Usable() const { return (reinterpret_cast<uintptr_t>(rp) & 15u) == 0; }
+
+  // Issues the copies of chunk ci (none past the row) and commits them as one group.
+  __device__ void Issue(int64_t ci) const {
+    if (ci < nchunks) {
+      float* dst = ring + (ci % D) * kChunk + threadIdx.x * 4;
+      const float* src = rp + ci * kChunk + threadIdx.x * 4;
+      if ((ci + 1) * kChunk <= cols) {  // a full chunk
+#pragma unroll
+        for (int u = 0; u < U; ++u) CpAsyncZfill16(dst + u * T * 4, src + u * T * 4, 16);
+      } else {
+        // The row's last chunk: whole float4 by copy; the piece across the row's end (and what
+        // lies past it) by plain loads and stores, so nothing past the row is read.
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int64_t left = cols - (ci * kChunk + (u * T + threadIdx.x) * 4);
+          if (left >= 4) {
+            CpAsyncZfill16(dst + u * T * 4, src + u * T * 4, 16);
+          } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) dst[u * T * 4 + e] = e < left ? src[u * T * 4 + e] : 0.0f;
+          }
+        }
+      }
+    }
+    CpAsyncCommitGroup();
+  }
+  // The first D - 1 chunks; may be called early to overlap the row's first loads with other work.
+  __device__ void Prologue() const {
+#pragma unroll
+    for (int d = 0; d < D - 1; ++d) Issue(d);
+  }
+
+  // Streams the row (Prologue() must have been called). Same contract as StreamRow.
+  template <typename Flush>
+  __device__ int Run(u64* buf, int start, int flush_at, StreamShared& ss, Flush&& flush) const {
+    int slot = 0, c0 = 0, c1 = 1, c2 = 2;  // ring slot; append counters, rotated
+    for (int64_t it = 0; it < nchunks; ++it) {
+      Issue(it + D - 1);
+      CpAsyncWaitGroup<D - 1>();
+      float4 cur[U];
+      const float* src = ring + slot * kChunk;
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        cur[u] = *reinterpret_cast<const float4*>(src + (u * T + threadIdx.x) * 4);
+      slot = slot == D - 1 ? 0 : slot + 1;
+      int* ctr = &ss.count[c0];
+      if (threadIdx.x == 0) ss.count[c1] = 0;
+      FilterChunk<T, U>(cur, it * kChunk, cols, true, ss.threshold, ctr, buf, start);
+      __syncthreads();
+      start += *ctr;
+      const int t = c0;
+      c0 = c1;
+      c1 = c2;
+      c2 = t;
+      if (start > flush_at) start = flush(start);
+    }
+    CpAsyncWaitGroup<0>();
+    return start;
+  }
+};
 
 }  // namespace fm::gpu::detail
