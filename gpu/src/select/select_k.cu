@@ -94,11 +94,12 @@ SelectAlgo ParseSelectAlgo(const std::string& name) {
                               "': use auto, tbis, merge-queue, quick-multiselect or sort");
 }
 
-// Thresholds from bench/results/select_h200.jsonl (featmatch-bench select on an H200; table in
-// bench/results/select_h200.md). The merge queue (one warp per row) is the fastest for k <= 64 on
-// every shape and for k = 128 on rows of 8192; quick multi-select (sampled first pivot, one block
-// per row) for k = 128 from N = 16384 on and for every k >= 256. k above the largest bucket sorts
-// whole rows.
+// Thresholds from featmatch-bench select on an H100 and an H200 (bench/results/select_h100.jsonl,
+// select_h200.jsonl; tables in bench/results/select.md). The merge queue (one warp per row) is the
+// fastest for k <= 64 on every shape of both, and for k = 128 on rows of 8192; quick multi-select
+// (sampled first pivot, one block per row) for every k >= 256 and for k = 128 from N = 16384 on
+// (the two are within 5 % of each other there on the H100, quick multi-select 4-17 % ahead on the
+// H200 and on long rows). k above the largest bucket sorts whole rows.
 SelectAlgo ChooseSelectAlgo(int64_t rows, int64_t cols, int64_t k) {
   (void)rows;
   if (k > detail::kMaxSelectBucket) return SelectAlgo::kSortTruncate;
