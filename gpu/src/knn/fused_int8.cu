@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "async_copy.cuh"
 #include "cuda_check.cuh"
 #include "knn/knn_common.cuh"
 #include "knn/knn_kernels.cuh"
@@ -20,17 +21,6 @@ constexpr int kBlockRows = 128;  // queries per CTA; corpus rows per sub-block
 constexpr int kSub = 1;          // corpus sub-blocks per pipeline stage (2 measured slower)
 constexpr int kIterRows = kBlockRows * kSub;
 constexpr int kThreads = 256;    // 8 warps: 4 along queries (32 rows) x 2 along corpus (64)
-
-__device__ __forceinline__ void CpAsync16(void* smem_dst, const void* src, int src_bytes) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes));
-}
-__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void CpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
 
 __device__ __forceinline__ void MmaS8(int (&c)[4], const uint32_t (&a)[4], uint32_t b0,
                                       uint32_t b1) {

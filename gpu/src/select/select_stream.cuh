@@ -9,6 +9,7 @@
 // threshold. So threads never diverge on insertion and the row is read exactly once.
 #pragma once
 
+#include "async_copy.cuh"
 #include "select/select_common.cuh"
 
 namespace fm::gpu::detail {
@@ -58,14 +59,18 @@ __device__ __forceinline__ void FilterChunk(const float4 (&cur)[U], int64_t base
   constexpr int kChunk = T * 4 * U;
   const int lane = threadIdx.x & 31;
   const unsigned thr_key = static_cast<unsigned>(thr >> 32);
+  // Offset within the chunk of this thread's element e of float4 u (the layout of LoadChunk).
+  auto local = [&](int u, int e) {
+    return vec ? (u * T + static_cast<int>(threadIdx.x)) * 4 + e
+               : (u * 4 + e) * T + static_cast<int>(threadIdx.x);
+  };
   if (thr == kSentinel && base + kChunk <= cols) {
     // Fewer than k words seen: the whole (full) chunk is taken, in place, no atomics.
 #pragma unroll
     for (int u = 0; u < U; ++u) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int local = vec ? (u * T + threadIdx.x) * 4 + e : (u * 4 + e) * T + threadIdx.x;
-        buf[start + local] = Pack(FloatKey(Lane4(cur[u], e)), base + local);
+        buf[start + local(u, e)] = Pack(FloatKey(Lane4(cur[u], e)), base + local(u, e));
       }
     }
     if (threadIdx.x == 0) *ctr = kChunk;
@@ -99,8 +104,7 @@ __device__ __forceinline__ void FilterChunk(const float4 (&cur)[U], int64_t base
       for (int u = 0; u < U; ++u) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int64_t c = vec ? base + static_cast<int64_t>(u * T + threadIdx.x) * 4 + e
-                                : base + static_cast<int64_t>((u * 4 + e) * T + threadIdx.x);
+          const int64_t c = base + local(u, e);
           if (Pack(FloatKey(Lane4(cur[u], e)), c) < thr) bits |= 1u << (u * 4 + e);
         }
       }
@@ -110,8 +114,7 @@ __device__ __forceinline__ void FilterChunk(const float4 (&cur)[U], int64_t base
       for (int u = 0; u < U; ++u) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int64_t c = vec ? base + static_cast<int64_t>(u * T + threadIdx.x) * 4 + e
-                                : base + static_cast<int64_t>((u * 4 + e) * T + threadIdx.x);
+          const int64_t c = base + local(u, e);
           if (c >= cols) bits &= ~(1u << (u * 4 + e));
         }
       }
@@ -132,8 +135,7 @@ __device__ __forceinline__ void FilterChunk(const float4 (&cur)[U], int64_t base
           v = j == uu * 4 + 2 ? cur[uu].z : v;
           v = j == uu * 4 + 3 ? cur[uu].w : v;
         }
-        const int local = vec ? (u * T + threadIdx.x) * 4 + e : (u * 4 + e) * T + threadIdx.x;
-        buf[pos++] = Pack(FloatKey(v), base + local);
+        buf[pos++] = Pack(FloatKey(v), base + local(u, e));
       } while (bits);
     }
   }
@@ -169,20 +171,6 @@ __device__ int StreamRow(const SelectArgs& a, int64_t row, u64* buf, int start, 
   return start;
 }
 
-__device__ __forceinline__ void CpAsyncZfill16(void* smem_dst, const void* src, int src_bytes) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes)
-               : "memory");
-}
-__device__ __forceinline__ void CpAsyncCommitGroup() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void CpAsyncWaitGroup() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 // A row streamed through a ring of D chunks in shared memory filled by cp.async, so D - 1 chunks
 // (D - 1 times T * U * 16 bytes) are in flight per block without holding them in registers.
 // Every thread copies and later reads only its own 16-byte pieces, so waiting on its own copy
@@ -211,7 +199,7 @@ struct RingStream {
       const float* src = rp + ci * kChunk + threadIdx.x * 4;
       if ((ci + 1) * kChunk <= cols) {  // a full chunk
 #pragma unroll
-        for (int u = 0; u < U; ++u) CpAsyncZfill16(dst + u * T * 4, src + u * T * 4, 16);
+        for (int u = 0; u < U; ++u) CpAsync16(dst + u * T * 4, src + u * T * 4, 16);
       } else {
         // The row's last chunk: whole float4 by copy; the piece across the row's end (and what
         // lies past it) by plain loads and stores, so nothing past the row is read.
@@ -219,7 +207,7 @@ struct RingStream {
         for (int u = 0; u < U; ++u) {
           const int64_t left = cols - (ci * kChunk + (u * T + threadIdx.x) * 4);
           if (left >= 4) {
-            CpAsyncZfill16(dst + u * T * 4, src + u * T * 4, 16);
+            CpAsync16(dst + u * T * 4, src + u * T * 4, 16);
           } else {
 #pragma unroll
             for (int e = 0; e < 4; ++e) dst[u * T * 4 + e] = e < left ? src[u * T * 4 + e] : 0.0f;
@@ -227,7 +215,7 @@ struct RingStream {
         }
       }
     }
-    CpAsyncCommitGroup();
+    CpAsyncCommit();
   }
   // The first D - 1 chunks; may be called early to overlap the row's first loads with other work.
   __device__ void Prologue() const {
@@ -241,7 +229,7 @@ struct RingStream {
     int slot = 0, c0 = 0, c1 = 1, c2 = 2;  // ring slot; append counters, rotated
     for (int64_t it = 0; it < nchunks; ++it) {
       Issue(it + D - 1);
-      CpAsyncWaitGroup<D - 1>();
+      CpAsyncWait<D - 1>();
       float4 cur[U];
       const float* src = ring + slot * kChunk;
 #pragma unroll
@@ -259,7 +247,7 @@ struct RingStream {
       c2 = t;
       if (start > flush_at) start = flush(start);
     }
-    CpAsyncWaitGroup<0>();
+    CpAsyncWait<0>();
     return start;
   }
 };
