@@ -39,9 +39,13 @@ uint32_t Bits(float v) {
 #define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x
 
 // kSampleTrap: small increasing values exactly where quick multi-select samples a row for its first
-// pivot (eight words at each of 256 evenly spaced places), large values elsewhere, so the pivot
+// pivot (64 words at each of 32 evenly spaced places), large values elsewhere, so the pivot
 // falls below the k-th word for most k and the row must be streamed again.
-enum class Fill { kRandom, kDuplicates, kAllEqual, kInfNan, kSorted, kReverse, kNegative, kSampleTrap };
+// kMixed: rows cycle through random, sample-trap and all-equal rows, so one launch holds rows the
+// sampled partition finishes and rows it hands back (too few or too many survivors).
+enum class Fill {
+  kRandom, kDuplicates, kAllEqual, kInfNan, kSorted, kReverse, kNegative, kSampleTrap, kMixed
+};
 
 struct Shape {
   const char* name;
@@ -80,9 +84,14 @@ std::vector<float> MakeRows(const Shape& s, int64_t cols, int64_t stride, uint32
   std::vector<float> d(static_cast<size_t>(s.rows * stride), -12345.0f);
   for (int64_t r = 0; r < s.rows; ++r) {
     float* row = d.data() + r * stride;
+    Fill fill = s.fill;
+    if (fill == Fill::kMixed) {
+      fill = r % 3 == 0 ? Fill::kRandom : r % 3 == 1 ? Fill::kSampleTrap : Fill::kAllEqual;
+    }
     for (int64_t c = 0; c < cols; ++c) {
       float v = uni(gen);
-      switch (s.fill) {
+      switch (fill) {
+        case Fill::kMixed: break;
         case Fill::kRandom: break;
         case Fill::kDuplicates: v = static_cast<float>(gen() % 7); break;
         case Fill::kAllEqual: v = 0.5f; break;
@@ -95,9 +104,9 @@ std::vector<float> MakeRows(const Shape& s, int64_t cols, int64_t stride, uint32
         case Fill::kReverse: v = static_cast<float>(cols - c) * 0.25f; break;
         case Fill::kNegative: v = -v * 1e30f; break;
         case Fill::kSampleTrap: {
-          const int64_t step = cols / 256, t = step > 0 ? c / step : 0;
+          const int64_t step = cols / 32, t = step > 0 ? c / step : 0;
           const int64_t p = t * step / 8 * 8;
-          v = (t < 256 && c >= p && c < p + 8) ? static_cast<float>(t * 8 + (c - p)) : 1e6f + v;
+          v = (t < 32 && c >= p && c < p + 64) ? static_cast<float>(t * 64 + (c - p)) : 1e6f + v;
           break;
         }
       }
@@ -196,6 +205,11 @@ const Shape kShapes[] = {
     {"strided_ids", 5, 2500, Fill::kRandom, 3, true},
     {"n65536", 12, 65536, Fill::kRandom},
     {"sample_trap", 3, 65536, Fill::kSampleTrap},
+    // Rows that many but no longer than 16384 are selected row-parallel (pivot, split filter,
+    // hand-back of failed rows): NaN/inf rows, sample traps, and a mix in one launch.
+    {"inf_nan_wide", 8, 8192, Fill::kInfNan, 1},
+    {"sample_trap_16k", 8, 16384, Fill::kSampleTrap},
+    {"mixed_rows", 300, 16384, Fill::kMixed},
     {"many_rows", 8192, 40, Fill::kRandom},
     {"big_n1m", 2, 1048576, Fill::kRandom},
 };

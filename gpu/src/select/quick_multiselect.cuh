@@ -21,6 +21,9 @@
 #include "select/select_launch.cuh"
 #include "select/select_stream.cuh"
 
+#include <algorithm>
+#include <cmath>
+
 namespace fm::gpu::detail {
 
 template <int KB, int T, int U, int D>
@@ -143,46 +146,20 @@ __device__ __noinline__ u64 QuickCompact(u64* buf, int n, int k, QmsShared& qs) 
   return mx;
 }
 
-// The first partition's pivot, chosen from a sample of the row as in Floyd and Rivest's
-// selection: 8 * T words, eight consecutive ones (one 32-byte sector) at each of T evenly spaced
-// places, and the sample word of rank lambda + 4 sqrt(lambda) + 4, lambda = k * 8T / N being the
-// expected number of sample words among the row's k smallest. Fewer than k row words fall under
-// it only when more than that many sample words do, a tail below 1e-5 for any k and N: the row
-// is then streamed again without a bound (the result stays exact either way). The sample rank is
-// found by a radix select over the sample's keys (four rounds of a 256-bin shared histogram).
-// Returns the threshold word (key, 2^32 - 1): every word whose value is at most the pivot's
-// value passes, so ties with the pivot are kept. kSentinel when the row is too short to sample.
-template <int T>
-__device__ u64 SamplePivot(const SelectArgs& a, int64_t row, int k, QmsShared& qs) {
+// The key of rank r (0 = smallest) among the 32-bit keys the block's T threads present:
+// each_key(f) calls f(key) for every key of the calling thread. A radix select, four rounds of a
+// 256-bin shared histogram, most significant byte first. All threads must call it.
+template <int T, typename EachKey>
+__device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key) {
   static_assert(T == 256, "one histogram bin per thread");
-  constexpr int kPer = 8;
-  const RowView rv = GetRow(a, row);
-  const int64_t cols = rv.cols;
-  const double lambda = static_cast<double>(k) * (kPer * T) / static_cast<double>(cols);
-  const int rank = static_cast<int>(lambda + 4.0 * sqrt(lambda) + 4.0);
-  if (cols < int64_t{kPer} * T || cols < 8 * static_cast<int64_t>(k) || rank >= kPer * T / 2)
-    return kSentinel;
-  const int64_t p = static_cast<int64_t>(threadIdx.x) * (cols / T) / kPer * kPer;
-  const float* sp = rv.p + p;
-  unsigned key[kPer];
-  if ((reinterpret_cast<uintptr_t>(sp) & 15u) == 0) {
-    const float4 v0 = __ldg(reinterpret_cast<const float4*>(sp));
-    const float4 v1 = __ldg(reinterpret_cast<const float4*>(sp) + 1);
-    key[0] = FloatKey(v0.x); key[1] = FloatKey(v0.y); key[2] = FloatKey(v0.z); key[3] = FloatKey(v0.w);
-    key[4] = FloatKey(v1.x); key[5] = FloatKey(v1.y); key[6] = FloatKey(v1.z); key[7] = FloatKey(v1.w);
-  } else {
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) key[j] = FloatKey(__ldg(sp + j));
-  }
   const int lane = threadIdx.x & 31;
   unsigned prefix = 0, mask = 0;
-  int r = rank;
   for (int shift = 24; shift >= 0; shift -= 8) {
     qs.hist[threadIdx.x] = 0;
     __syncthreads();
-#pragma unroll
-    for (int j = 0; j < kPer; ++j)
-      if ((key[j] & mask) == prefix) atomicAdd(&qs.hist[(key[j] >> shift) & 255u], 1u);
+    each_key([&](unsigned key) {
+      if ((key & mask) == prefix) atomicAdd(&qs.hist[(key >> shift) & 255u], 1u);
+    });
     __syncthreads();
     if (threadIdx.x < 32) {
       unsigned c[8], sum = 0;
@@ -215,17 +192,56 @@ __device__ u64 SamplePivot(const SelectArgs& a, int64_t row, int k, QmsShared& q
     r = qs.sel_rank;
   }
   __syncthreads();  // hist and sel_* are reused
-  return Pack(prefix, 0xffffffffu);
+  return prefix;
 }
 
+// The first partition's pivot, chosen from a sample of the row as in Floyd and Rivest's
+// selection: 8 * T words, 64 consecutive ones (256 bytes, whole DRAM bursts) at each of 32 evenly
+// spaced places, and the sample word of rank lambda + 4 sqrt(lambda) + 4, lambda = k * 8T / N
+// being the expected number of sample words among the row's k smallest. Fewer than k row words
+// fall under it only when more than that many sample words do, a tail below 1e-5 for any k and N
+// on rows in random order: the row is then handed to a pass without a bound (the result stays
+// exact either way). The sample rank is found by a radix select over the sample's keys (four
+// rounds of a 256-bin shared histogram).
+// Returns the threshold word (key, 2^32 - 1): every word whose value is at most the pivot's
+// value passes, so ties with the pivot are kept. kSentinel when the row is too short to sample.
+template <int T>
+__device__ u64 SamplePivot(const SelectArgs& a, int64_t row, int k, QmsShared& qs) {
+  static_assert(T == 256, "one histogram bin per thread");
+  constexpr int kPer = 8;
+  const RowView rv = GetRow(a, row);
+  const int64_t cols = rv.cols;
+  const double lambda = static_cast<double>(k) * (kPer * T) / static_cast<double>(cols);
+  const int rank = static_cast<int>(lambda + 4.0 * sqrt(lambda) + 4.0);
+  if (cols < int64_t{kPer} * T || cols < 8 * static_cast<int64_t>(k) || rank >= kPer * T / 2)
+    return kSentinel;
+  const int64_t p = static_cast<int64_t>(threadIdx.x / 8) * (cols / (T / 8)) / kPer * kPer +
+                    (threadIdx.x % 8) * kPer;
+  const float* sp = rv.p + p;
+  unsigned key[kPer];
+  if ((reinterpret_cast<uintptr_t>(sp) & 15u) == 0) {
+    const float4 v0 = __ldg(reinterpret_cast<const float4*>(sp));
+    const float4 v1 = __ldg(reinterpret_cast<const float4*>(sp) + 1);
+    key[0] = FloatKey(v0.x); key[1] = FloatKey(v0.y); key[2] = FloatKey(v0.z); key[3] = FloatKey(v0.w);
+    key[4] = FloatKey(v1.x); key[5] = FloatKey(v1.y); key[6] = FloatKey(v1.z); key[7] = FloatKey(v1.w);
+  } else {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) key[j] = FloatKey(__ldg(sp + j));
+  }
+  const unsigned pivot_key = BlockRadixSelect<T>(rank, qs, [&](auto&& f) {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) f(key[j]);
+  });
+  return Pack(pivot_key, 0xffffffffu);
+}
+
+// One row, one block: sampled first partition of the streamed row, then the partitions and the
+// sort in shared memory. smem: QmsConfig::kShared bytes.
 template <int KB, int T, int U, int D>
-__global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3) QuickMultiSelectKernel(SelectArgs a, int64_t row0) {
+__device__ void QmsRow(const SelectArgs& a, int64_t row, u64* smem, StreamShared& ss,
+                       QmsShared& qs) {
   using C = QmsConfig<KB, T, U, D>;
-  extern __shared__ u64 smem[];
   u64* buf = smem;
-  __shared__ StreamShared ss;
-  __shared__ QmsShared qs;
-  const int64_t row = row0 + blockIdx.x;
   const int k = a.k;
   // The row's first chunks are requested before the pivot is chosen, hiding the sample's latency.
   const RingStream<T, U, D> ring(a, row, reinterpret_cast<float*>(smem + C::kCap));
@@ -279,6 +295,180 @@ __global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3) QuickMultiSelectKernel(
   WriteRow<T>(a, row, buf);
 }
 
+template <int KB, int T, int U, int D>
+__global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3) QuickMultiSelectKernel(SelectArgs a, int64_t row0) {
+  extern __shared__ u64 smem[];
+  __shared__ StreamShared ss;
+  __shared__ QmsShared qs;
+  QmsRow<KB, T, U, D>(a, row0 + blockIdx.x, smem, ss, qs);
+}
+
+// The same for the rows listed in rows[0, *n) (the rows the row-parallel partition below hands
+// back), each block taking every gridDim.x-th of them.
+template <int KB, int T, int U, int D>
+__global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3)
+    QuickMultiSelectListKernel(SelectArgs a, const int* n, const int64_t* rows) {
+  extern __shared__ u64 smem[];
+  __shared__ StreamShared ss;
+  __shared__ QmsShared qs;
+  const int count = *n;
+  for (int i = blockIdx.x; i < count; i += gridDim.x) {
+    QmsRow<KB, T, U, D>(a, rows[i], smem, ss, qs);
+    __syncthreads();  // the next row reuses the shared state
+  }
+}
+
+// ---- row-parallel first partition ---------------------------------------------------------------
+// With many rows, a block per row leaves each row's fixed costs (the sample, the final sort)
+// exposed: while a block samples or sorts, its share of the memory pipe idles. The first partition
+// is then split into launches that each keep the GPU busy:
+//   1. QmsPivotKernel: the sampled pivot of every row (one small block per row);
+//   2. QmsFilterKernel: the rows cut into pieces of T * 4 * U columns; blocks stride over the
+//      pieces (the next piece's loads in flight while the current one is filtered), keep the words
+//      under their row's pivot and append them to the row's survivor list in global memory (one
+//      atomic per warp and piece). No barrier, no shared memory: full occupancy, like a copy;
+//   3. QmsFinishKernel: per row, the survivors (about 1.5 to 4 k) are cut to the k smallest by
+//      the ballot partition (QuickCompact) and sorted;
+//   4. QuickMultiSelectListKernel: the rows whose pivot fell under the k-th word (fewer than k
+//      survivors) or that overflowed the survivor list are selected again by the one-block path.
+template <int KB>
+struct QmsSplitConfig {
+  static constexpr int kThreads = 256;
+  static constexpr int kCap = 4 * KB > 2048 ? 4 * KB : 2048;  // survivors kept per row
+  static constexpr int kShared = (kCap + KB) * 8;
+};
+constexpr int kFilterVec = 8;  // float4 per lane and piece: pieces of 1024 columns, one per warp
+constexpr int kFilterPiece = 32 * 4 * kFilterVec;
+
+struct QmsSplitScratch {
+  u64* pivots;        // [rows]
+  int* count;         // [rows] survivors found (may pass the cap)
+  int* fail_count;    // rows handed back
+  int64_t* fail_rows;
+  u64* survivors;     // [rows][cap]
+  int cap;
+};
+
+template <int T>
+__global__ void __launch_bounds__(T) QmsPivotKernel(SelectArgs a, int64_t row0, u64* pivots) {
+  __shared__ QmsShared qs;
+  const u64 p = SamplePivot<T>(a, row0 + blockIdx.x, a.k, qs);
+  if (threadIdx.x == 0) pivots[blockIdx.x] = p;
+}
+
+// Rows row0 .. row0 + rows - 1 (segments == 1), cut into `ppr` pieces of kFilterPiece columns,
+// one warp per piece (rows * ppr < 2^31). Each lane loads kFilterVec float4 at once; a whole,
+// aligned piece takes the short path (one compare per element, no bounds checks).
+template <int U>
+__global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t row0, int rows,
+                                                      int ppr, QmsSplitScratch s) {
+  static_assert(32 * 4 * U == kFilterPiece, "one warp per piece");
+  const int lane = threadIdx.x & 31;
+  const int items = rows * ppr;
+  const int stride = static_cast<int>(gridDim.x * (blockDim.x / 32));
+  for (int it = static_cast<int>(blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32); it < items;
+       it += stride) {
+    const int lr = it / ppr;
+    const int64_t base = static_cast<int64_t>(it - lr * ppr) * kFilterPiece;
+    const float* rp = a.distances + (row0 + lr) * a.row_stride;
+    const bool vec = (reinterpret_cast<uintptr_t>(rp) & 15u) == 0;
+    float4 v[U];
+    LoadChunk<32, U>(rp, a.cols, base, vec, v, lane);
+    const u64 thr = s.pivots[lr];
+    unsigned bits = CandidateBits<32, U>(v, base, a.cols, vec, thr, lane);
+    if (!__any_sync(kFullMask, bits != 0)) continue;
+    // Slots for the warp's candidates: an inclusive scan of the per-lane counts, one atomic.
+    const int c = __popc(bits);
+    int incl = c;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int t = __shfl_up_sync(kFullMask, incl, o);
+      if (lane >= o) incl += t;
+    }
+    int first = 0;
+    if (lane == 31) first = atomicAdd(&s.count[lr], incl);
+    int pos = __shfl_sync(kFullMask, first, 31) + incl - c;
+    u64* out = s.survivors + static_cast<int64_t>(lr) * s.cap;
+    while (bits) {
+      const int j = __ffs(bits) - 1;
+      bits &= bits - 1;
+      if (pos < s.cap) out[pos] = CandidateWord<32, U>(v, j, base, vec, lane);
+      ++pos;
+    }
+  }
+}
+
+// Per row: the k-th smallest key of the survivors by a radix select, the survivors up to it
+// gathered (k of them unless the k-th value is tied) and sorted. smem: QmsSplitConfig::kShared.
+template <int KB>
+__global__ void __launch_bounds__(QmsSplitConfig<KB>::kThreads)
+    QmsFinishKernel(SelectArgs a, int64_t row0, QmsSplitScratch s) {
+  using C = QmsSplitConfig<KB>;
+  constexpr int T = C::kThreads;
+  extern __shared__ u64 buf[];  // [kCap] survivors, then [KB] the gathered ones
+  __shared__ QmsShared qs;
+  const int64_t row = row0 + blockIdx.x;
+  const int n = s.count[blockIdx.x];
+  const int k = a.k;
+  if (n < k || n > C::kCap) {  // the pivot fell under the k-th word, or too many survivors
+    if (threadIdx.x == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row;
+    return;
+  }
+  const u64* src = s.survivors + static_cast<int64_t>(blockIdx.x) * C::kCap;
+  u64* out = buf + C::kCap;
+  if (n <= KB) {
+    for (int i = threadIdx.x; i < KB; i += T) out[i] = i < n ? src[i] : kSentinel;
+  } else {
+    for (int i = threadIdx.x; i < n; i += T) buf[i] = src[i];
+    const unsigned kth = BlockRadixSelect<T>(k - 1, qs, [&](auto&& f) {
+      for (int i = threadIdx.x; i < n; i += T) f(static_cast<unsigned>(buf[i] >> 32));
+    });
+    if (threadIdx.x == 0) qs.less[0] = 0;
+    __syncthreads();
+    const unsigned lt = LaneMaskLt();
+    for (int i0 = 0; i0 < n; i0 += T) {
+      const int i = i0 + threadIdx.x;
+      const u64 w = i < n ? buf[i] : kSentinel;
+      const bool take = i < n && static_cast<unsigned>(w >> 32) <= kth;
+      const unsigned b = __ballot_sync(kFullMask, take);
+      int first = 0;
+      if ((threadIdx.x & 31) == 0 && b) first = atomicAdd(&qs.less[0], __popc(b));
+      const int pos = __shfl_sync(kFullMask, first, 0) + __popc(b & lt);
+      if (take && pos < KB) out[pos] = w;
+    }
+    __syncthreads();
+    const int m = qs.less[0];
+    if (m > KB) {  // the k-th value is tied past the bucket: sort every survivor instead
+      const int p2 = NextPow2((n + KB - 1) / KB);
+      for (int i = n + threadIdx.x; i < p2 * KB; i += T) buf[i] = kSentinel;
+      __syncthreads();
+      BitonicSortRuns<T>(buf, p2, KB, KB);
+      TruncatedMergeDown<T>(buf, p2, KB);
+      WriteRow<T>(a, row, buf);
+      return;
+    }
+    for (int i = m + threadIdx.x; i < KB; i += T) out[i] = kSentinel;
+  }
+  __syncthreads();
+  BitonicSortRuns<T>(out, 1, KB, KB);
+  WriteRow<T>(a, row, out);
+}
+
+// Whether the row-parallel path suits the shape: rows long enough to sample, and a sampled pivot
+// expected to leave at most half the survivor list (the expected survivors are the pivot's sample
+// rank times cols / 2048). Mirrors SamplePivot's rank.
+template <int KB>
+bool QmsSplitSuits(const SelectArgs& a) {
+  constexpr int kSample = 2048;
+  if (a.segments != 1 || a.cols < kSample || a.cols < 8 * static_cast<int64_t>(a.k)) return false;
+  const double lambda = static_cast<double>(a.k) * kSample / static_cast<double>(a.cols);
+  const int rank = static_cast<int>(lambda + 4.0 * std::sqrt(lambda) + 4.0);
+  if (rank >= kSample / 2) return false;
+  return static_cast<double>(rank) * static_cast<double>(a.cols) / kSample <=
+         QmsSplitConfig<KB>::kCap / 2;
+}
+
+
 // Block shape per bucket (one warp per row for small k measured slower: bench/results).
 template <int KB>
 struct QmsShape {
@@ -287,13 +477,57 @@ struct QmsShape {
   static constexpr int kDepth = 4;
 };
 
+// Rows are taken in batches whose survivor lists fit kSplitScratchBytes.
+constexpr int64_t kSplitScratchBytes = int64_t{256} << 20;
+
 template <int KB>
 void LaunchQuickMultiSelect(const SelectArgs& a) {
   constexpr int T = QmsShape<KB>::kThreads, U = QmsShape<KB>::kVec, D = QmsShape<KB>::kDepth;
   using C = QmsConfig<KB, T, U, D>;
   auto kernel = QuickMultiSelectKernel<KB, T, U, D>;
   PrepareSharedMemory(kernel, C::kShared, a);
-  LaunchPerRow(kernel, T, C::kShared, a);
+  if (!QmsSplitSuits<KB>(a) || a.rows < 2) {
+    LaunchPerRow(kernel, T, C::kShared, a);
+    return;
+  }
+  using S = QmsSplitConfig<KB>;
+  auto finish = QmsFinishKernel<KB>;
+  auto list = QuickMultiSelectListKernel<KB, T, U, D>;
+  PrepareSharedMemory(finish, S::kShared, a);
+  PrepareSharedMemory(list, C::kShared, a);
+  const int64_t ppr = (a.cols + kFilterPiece - 1) / kFilterPiece;
+  const int64_t per_row = S::kCap * 8 + 8 + 4 + 8;
+  int64_t batch = std::min<int64_t>(a.rows, kSplitScratchBytes / per_row);
+  batch = std::min<int64_t>(batch, (int64_t{1} << 31) / ppr - 1);
+  auto align = [](int64_t bytes) { return (bytes + 255) / 256 * 256; };
+  const int64_t b_piv = align(batch * 8), b_cnt = align(batch * 4 + 4), b_fail = align(batch * 8);
+  char* ws = static_cast<char*>(SelectWorkspace(
+      static_cast<size_t>(b_piv + b_cnt + b_fail + batch * S::kCap * 8), a.stream, 1));
+  QmsSplitScratch s;
+  s.pivots = reinterpret_cast<u64*>(ws);
+  s.count = reinterpret_cast<int*>(ws + b_piv);
+  s.fail_rows = reinterpret_cast<int64_t*>(ws + b_piv + b_cnt);
+  s.survivors = reinterpret_cast<u64*>(ws + b_piv + b_cnt + b_fail);
+  s.cap = S::kCap;
+  int dev = 0, sms = 0;
+  FM_CUDA_CHECK(cudaGetDevice(&dev));
+  FM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  for (int64_t row0 = 0; row0 < a.rows; row0 += batch) {
+    const int64_t n = std::min(batch, a.rows - row0);
+    s.fail_count = s.count + n;  // count[n] and fail_count: contiguous, cleared together
+    FM_CUDA_CHECK(cudaMemsetAsync(s.count, 0, (n + 1) * sizeof(int), a.stream));
+    QmsPivotKernel<T><<<static_cast<unsigned>(n), T, 0, a.stream>>>(a, row0, s.pivots);
+    FM_CUDA_CHECK_LAUNCH();
+    const int64_t fgrid = std::min<int64_t>((n * ppr + 7) / 8, static_cast<int64_t>(sms) * 4);
+    QmsFilterKernel<kFilterVec><<<static_cast<unsigned>(fgrid), 256, 0, a.stream>>>(
+        a, row0, static_cast<int>(n), static_cast<int>(ppr), s);
+    FM_CUDA_CHECK_LAUNCH();
+    finish<<<static_cast<unsigned>(n), S::kThreads, S::kShared, a.stream>>>(a, row0, s);
+    FM_CUDA_CHECK_LAUNCH();
+    const int64_t grid = std::min<int64_t>(n, static_cast<int64_t>(sms) * (KB >= 1024 ? 2 : 3));
+    list<<<static_cast<unsigned>(grid), T, C::kShared, a.stream>>>(a, s.fail_count, s.fail_rows);
+    FM_CUDA_CHECK_LAUNCH();
+  }
 }
 
 }  // namespace fm::gpu::detail

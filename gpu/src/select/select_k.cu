@@ -4,6 +4,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "fm/gpu/select_k.h"
@@ -12,11 +13,11 @@
 namespace fm::gpu {
 namespace detail {
 
-void* SelectWorkspace(std::size_t bytes, cudaStream_t stream) {
+void* SelectWorkspace(std::size_t bytes, cudaStream_t stream, int slot) {
   int device = 0;
   FM_CUDA_CHECK(cudaGetDevice(&device));
-  thread_local std::map<std::pair<int, cudaStream_t>, DeviceBuffer<unsigned char>> cache;
-  DeviceBuffer<unsigned char>& buf = cache[{device, stream}];
+  thread_local std::map<std::tuple<int, cudaStream_t, int>, DeviceBuffer<unsigned char>> cache;
+  DeviceBuffer<unsigned char>& buf = cache[{device, stream, slot}];
   if (buf.size() < bytes) {
     FM_CUDA_CHECK(cudaStreamSynchronize(stream));  // earlier work may still use the old buffer
     buf.Resize(bytes);
@@ -175,7 +176,7 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
       if (pieces > 1) {
         const int64_t inter = rows * pieces * k;
         char* ws = static_cast<char*>(SelectWorkspace(
-            static_cast<size_t>(inter) * (sizeof(float) + sizeof(int64_t)) + 256, a.stream));
+            static_cast<size_t>(inter) * (sizeof(float) + sizeof(int64_t)) + 256, a.stream, 0));
         int64_t* mid_idx = reinterpret_cast<int64_t*>(ws);
         float* mid_val = reinterpret_cast<float*>(ws + inter * sizeof(int64_t));
         SelectArgs s1 = a;

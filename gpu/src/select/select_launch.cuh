@@ -19,8 +19,9 @@ void LaunchSortTruncate(const SelectArgs& a);
 
 namespace fm::gpu::detail {
 
-// Scratch device memory for one selection on `stream` (grow-only, cached per host thread, device
-// and stream; valid until the next call with the same stream).
-void* SelectWorkspace(std::size_t bytes, cudaStream_t stream);
+// Scratch device memory for one selection on `stream` (grow-only, cached per host thread, device,
+// stream and slot; valid until the next call with the same stream and slot). Slot 0 holds the
+// pieces of cut rows between their two passes, slot 1 a kernel's own scratch.
+void* SelectWorkspace(std::size_t bytes, cudaStream_t stream, int slot);
 
 }  // namespace fm::gpu::detail

@@ -26,12 +26,13 @@ struct StreamShared {
 // ss.threshold and end with __syncthreads). Returns the final fill of the buffer.
 // Loads chunk `base` of a row: U float4 per thread (vector path) or, for a misaligned row,
 // 4 * U scalars per thread; columns past the row's end read as NaN and are masked later.
+// `tid`: the thread's index among the T that share the chunk.
 template <int T, int U>
 __device__ inline void LoadChunk(const float* rp, int64_t cols, int64_t base, bool vec,
-                                 float4 (&v)[U]) {
+                                 float4 (&v)[U], int tid = threadIdx.x) {
 #pragma unroll
   for (int u = 0; u < U; ++u) {
-    const int64_t c0 = base + static_cast<int64_t>(u * T + threadIdx.x) * 4;
+    const int64_t c0 = base + static_cast<int64_t>(u * T + tid) * 4;
     if (vec && c0 + 3 < cols) {
       v[u] = __ldcs(reinterpret_cast<const float4*>(rp + c0));
     } else {
@@ -39,7 +40,7 @@ __device__ inline void LoadChunk(const float* rp, int64_t cols, int64_t base, bo
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int64_t c =
-            vec ? c0 + e : base + static_cast<int64_t>((u * 4 + e) * T + threadIdx.x);
+            vec ? c0 + e : base + static_cast<int64_t>((u * 4 + e) * T + tid);
         e4[e] = c < cols ? __ldcs(rp + c) : __int_as_float(0x7fffffff);
       }
       v[u] = make_float4(e4[0], e4[1], e4[2], e4[3]);
@@ -51,93 +52,110 @@ __device__ inline float Lane4(const float4& f, int e) {
   return e == 0 ? f.x : e == 1 ? f.y : e == 2 ? f.z : f.w;
 }
 
+// Offset within a chunk of thread tid's element e of float4 u (the layout of LoadChunk).
+template <int T>
+__device__ __forceinline__ int ChunkOffset(bool vec, int u, int e, int tid) {
+  return vec ? (u * T + tid) * 4 + e : (u * 4 + e) * T + tid;
+}
+
+// Marks this thread's candidates among its U float4 of the chunk at column `base` (bit 4u + e
+// for element e of float4 u). One float compare per element: for a threshold word (key, col)
+// with a finite or +inf value, value <= the threshold's value admits every word below the
+// threshold and, besides, only words of the same value and a larger column: those lie above the
+// threshold and never displace a smaller word, so a buffer may hold them. A NaN threshold
+// (including kSentinel) compares words exactly. Elements past the row's end are masked off.
+template <int T, int U>
+__device__ __forceinline__ unsigned CandidateBits(const float4 (&cur)[U], int64_t base,
+                                                  int64_t cols, bool vec, u64 thr,
+                                                  int tid = threadIdx.x) {
+  static_assert(4 * U <= 32, "one bit per element");
+  constexpr int kChunk = T * 4 * U;
+  const unsigned thr_key = static_cast<unsigned>(thr >> 32);
+  unsigned bits = 0;
+  if (thr_key != 0xffffffffu) {
+    const float thr_f = KeyToFloat(thr_key);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      bits |= (cur[u].x <= thr_f ? 1u : 0u) << (u * 4);
+      bits |= (cur[u].y <= thr_f ? 1u : 0u) << (u * 4 + 1);
+      bits |= (cur[u].z <= thr_f ? 1u : 0u) << (u * 4 + 2);
+      bits |= (cur[u].w <= thr_f ? 1u : 0u) << (u * 4 + 3);
+    }
+  } else {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int64_t c = base + ChunkOffset<T>(vec, u, e, tid);
+        if (Pack(FloatKey(Lane4(cur[u], e)), c) < thr) bits |= 1u << (u * 4 + e);
+      }
+    }
+  }
+  if (base + kChunk > cols) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (base + ChunkOffset<T>(vec, u, e, tid) >= cols) bits &= ~(1u << (u * 4 + e));
+      }
+    }
+  }
+  return bits;
+}
+
+// The word of candidate bit j (see CandidateBits) of the chunk at column `base`.
+template <int T, int U>
+__device__ __forceinline__ u64 CandidateWord(const float4 (&cur)[U], int j, int64_t base,
+                                             bool vec, int tid = threadIdx.x) {
+  float v = cur[0].x;
+#pragma unroll
+  for (int uu = 0; uu < U; ++uu) {
+    v = j == uu * 4 ? cur[uu].x : v;
+    v = j == uu * 4 + 1 ? cur[uu].y : v;
+    v = j == uu * 4 + 2 ? cur[uu].z : v;
+    v = j == uu * 4 + 3 ? cur[uu].w : v;
+  }
+  return Pack(FloatKey(v), base + ChunkOffset<T>(vec, j >> 2, j & 3, tid));
+}
+
 // Filters one chunk (cur: this thread's U float4 of the chunk at column `base`) into buf from
 // position `start`, through the chunk's append counter `ctr`.
 template <int T, int U>
 __device__ __forceinline__ void FilterChunk(const float4 (&cur)[U], int64_t base, int64_t cols,
                                             bool vec, u64 thr, int* ctr, u64* buf, int start) {
   constexpr int kChunk = T * 4 * U;
-  const int lane = threadIdx.x & 31;
-  const unsigned thr_key = static_cast<unsigned>(thr >> 32);
-  // Offset within the chunk of this thread's element e of float4 u (the layout of LoadChunk).
-  auto local = [&](int u, int e) {
-    return vec ? (u * T + static_cast<int>(threadIdx.x)) * 4 + e
-               : (u * 4 + e) * T + static_cast<int>(threadIdx.x);
-  };
   if (thr == kSentinel && base + kChunk <= cols) {
     // Fewer than k words seen: the whole (full) chunk is taken, in place, no atomics.
 #pragma unroll
     for (int u = 0; u < U; ++u) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        buf[start + local(u, e)] = Pack(FloatKey(Lane4(cur[u], e)), base + local(u, e));
+        const int off = ChunkOffset<T>(vec, u, e, threadIdx.x);
+        buf[start + off] = Pack(FloatKey(Lane4(cur[u], e)), base + off);
       }
     }
     if (threadIdx.x == 0) *ctr = kChunk;
-  } else {
-    // One float compare per element marks the candidates in a per-thread bit mask. For a
-    // threshold word (key, col) with a finite or +inf value, value <= the threshold's value
-    // admits every word below the threshold and, besides, only words of the same value and a
-    // larger column: those lie above the threshold and never displace a smaller word, so the
-    // buffer may hold them. A NaN threshold compares words exactly. Elements past the row's end
-    // (last chunk only) are masked off.
-    static_assert(4 * U <= 32, "one bit per element of the chunk");
-    const float thr_f = KeyToFloat(thr_key);
-    unsigned bits = 0;
-    // Top level of the hierarchy: each float4's minimum, voted over the warp (one vote rejects
-    // the warp's 128 U columns). A NaN threshold skips the vote (it may pass NaN words).
-    bool any = thr_key == 0xffffffffu;
+    return;
+  }
+  // Top level of the hierarchy: each float4's minimum, voted over the warp (one vote rejects
+  // the warp's 128 U columns). A NaN threshold skips the vote (it may pass NaN words).
+  const unsigned thr_key = static_cast<unsigned>(thr >> 32);
+  const float thr_f = KeyToFloat(thr_key);
+  bool any = thr_key == 0xffffffffu;
 #pragma unroll
-    for (int u = 0; u < U; ++u)
-      any |= fminf(fminf(cur[u].x, cur[u].y), fminf(cur[u].z, cur[u].w)) <= thr_f;
-    if (!__any_sync(kFullMask, any)) return;  // the warp's chunk holds no candidate
-    if (thr_key != 0xffffffffu) {
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        bits |= (cur[u].x <= thr_f ? 1u : 0u) << (u * 4);
-        bits |= (cur[u].y <= thr_f ? 1u : 0u) << (u * 4 + 1);
-        bits |= (cur[u].z <= thr_f ? 1u : 0u) << (u * 4 + 2);
-        bits |= (cur[u].w <= thr_f ? 1u : 0u) << (u * 4 + 3);
-      }
-    } else {
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int64_t c = base + local(u, e);
-          if (Pack(FloatKey(Lane4(cur[u], e)), c) < thr) bits |= 1u << (u * 4 + e);
-        }
-      }
-    }
-    if (base + kChunk > cols) {
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int64_t c = base + local(u, e);
-          if (c >= cols) bits &= ~(1u << (u * 4 + e));
-        }
-      }
-    }
-    // A thread with candidates reserves its slots with one shared atomic and writes them; most
-    // threads have none, and those that do rarely have more than one.
-    if (bits) {
-      int pos = start + atomicAdd(ctr, __popc(bits));
-      do {
-        const int j = __ffs(bits) - 1;
-        bits &= bits - 1;
-        const int u = j >> 2, e = j & 3;
-        float v = cur[0].x;
-#pragma unroll
-        for (int uu = 0; uu < U; ++uu) {
-          v = j == uu * 4 ? cur[uu].x : v;
-          v = j == uu * 4 + 1 ? cur[uu].y : v;
-          v = j == uu * 4 + 2 ? cur[uu].z : v;
-          v = j == uu * 4 + 3 ? cur[uu].w : v;
-        }
-        buf[pos++] = Pack(FloatKey(v), base + local(u, e));
-      } while (bits);
-    }
+  for (int u = 0; u < U; ++u)
+    any |= fminf(fminf(cur[u].x, cur[u].y), fminf(cur[u].z, cur[u].w)) <= thr_f;
+  if (!__any_sync(kFullMask, any)) return;  // the warp's chunk holds no candidate
+  unsigned bits = CandidateBits<T, U>(cur, base, cols, vec, thr);
+  // A thread with candidates reserves its slots with one shared atomic and writes them; most
+  // threads have none, and those that do rarely have more than one.
+  if (bits) {
+    int pos = start + atomicAdd(ctr, __popc(bits));
+    do {
+      const int j = __ffs(bits) - 1;
+      bits &= bits - 1;
+      buf[pos++] = CandidateWord<T, U>(cur, j, base, vec);
+    } while (bits);
   }
 }
 

@@ -61,7 +61,7 @@ void LaunchSortTruncate(const SelectArgs& a) {
   const std::size_t key_bytes = align(static_cast<std::size_t>(words) * sizeof(u64));
   const std::size_t off_bytes = align(static_cast<std::size_t>(batch + 1) * sizeof(int64_t));
   char* ws = static_cast<char*>(
-      SelectWorkspace(2 * key_bytes + off_bytes + align(temp_bytes) + 256, a.stream));
+      SelectWorkspace(2 * key_bytes + off_bytes + align(temp_bytes) + 256, a.stream, 1));
   u64* keys_in = reinterpret_cast<u64*>(ws);
   u64* keys_out = reinterpret_cast<u64*>(ws + key_bytes);
   int64_t* offsets = reinterpret_cast<int64_t*>(ws + 2 * key_bytes);
