@@ -147,21 +147,64 @@ __device__ __noinline__ u64 QuickCompact(u64* buf, int n, int k, QmsShared& qs) 
 }
 
 // The key of rank r (0 = smallest) among the 32-bit keys the block's T threads present:
-// each_key(f) calls f(key) for every key of the calling thread. A radix select, four rounds of a
-// 256-bin shared histogram, most significant byte first. All threads must call it.
+// each_key(f) calls f(key) for every key of the calling thread. A radix select over a 256-bin
+// shared histogram, one byte per round, starting at the highest bit where the keys differ (the
+// keys' minimum and maximum come first: values of one magnitude share their leading bits, which
+// would all fall in one bin). After max_rounds rounds the bits not yet resolved are set, giving
+// an upper bound of the rank-r key instead (exact with max_rounds = 4). All threads must call it.
+// T = 32: one warp selects alone (qs is the warp's own; __syncwarp instead of block barriers).
 template <int T, typename EachKey>
-__device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key) {
-  static_assert(T == 256, "one histogram bin per thread");
-  const int lane = threadIdx.x & 31;
-  unsigned prefix = 0, mask = 0;
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    qs.hist[threadIdx.x] = 0;
+__device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key,
+                                     int max_rounds = 4) {
+  static_assert(T == 256 || T == 32, "a block of 256 or one warp");
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  const int tid = T == 32 ? lane : static_cast<int>(threadIdx.x);
+  auto sync = [] {
+    if constexpr (T == 32) {
+      __syncwarp();
+    } else {
+      __syncthreads();
+    }
+  };
+  unsigned mn = 0xffffffffu, mx = 0;
+  each_key([&](unsigned key) {
+    mn = min(mn, key);
+    mx = max(mx, key);
+  });
+  for (int o = 16; o > 0; o >>= 1) {
+    mn = min(mn, __shfl_xor_sync(kFullMask, mn, o));
+    mx = max(mx, __shfl_xor_sync(kFullMask, mx, o));
+  }
+  if constexpr (T > 32) {
+    if (lane == 0) {
+      qs.warp_left[warp] = static_cast<int>(mn);
+      qs.warp_right[warp] = static_cast<int>(mx);
+    }
     __syncthreads();
+    mn = 0xffffffffu;
+    mx = 0;
+    for (int w = 0; w < T / 32; ++w) {
+      mn = min(mn, static_cast<unsigned>(qs.warp_left[w]));
+      mx = max(mx, static_cast<unsigned>(qs.warp_right[w]));
+    }
+  }
+  if (mn == mx) {  // one key value (or none): it is every rank's key
+    sync();
+    return mn;
+  }
+  const int top = 31 - __clz(mn ^ mx);  // highest differing bit
+  unsigned mask = top == 31 ? 0u : ~((2u << top) - 1u);
+  unsigned prefix = mn & mask;
+  int shift = top - 7;
+  for (int round = 0; round < max_rounds && mask != 0xffffffffu; ++round) {
+    if (shift < 0) shift = 0;  // the last byte; its bits above `top` are fixed already
+    for (int i = tid; i < 256; i += T) qs.hist[i] = 0;
+    sync();
     each_key([&](unsigned key) {
       if ((key & mask) == prefix) atomicAdd(&qs.hist[(key >> shift) & 255u], 1u);
     });
-    __syncthreads();
-    if (threadIdx.x < 32) {
+    sync();
+    if (tid < 32) {
       unsigned c[8], sum = 0;
 #pragma unroll
       for (int b = 0; b < 8; ++b) {
@@ -186,18 +229,20 @@ __device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key) {
         }
       }
     }
-    __syncthreads();
+    sync();
     prefix |= static_cast<unsigned>(qs.sel_bin) << shift;
     mask |= 255u << shift;
     r = qs.sel_rank;
+    shift -= 8;
   }
-  __syncthreads();  // hist and sel_* are reused
-  return prefix;
+  sync();  // hist, sel_* and the warp slots are reused
+  return prefix | ~mask;
 }
 
 // The first partition's pivot, chosen from a sample of the row as in Floyd and Rivest's
 // selection: 8 * T words, 64 consecutive ones (256 bytes, whole DRAM bursts) at each of 32 evenly
-// spaced places, and the sample word of rank lambda + 4 sqrt(lambda) + 4, lambda = k * 8T / N
+// spaced places, and (a bound just above) the sample word of rank lambda + 4 sqrt(lambda) + 4,
+// lambda = k * 8T / N
 // being the expected number of sample words among the row's k smallest. Fewer than k row words
 // fall under it only when more than that many sample words do, a tail below 1e-5 for any k and N
 // on rows in random order: the row is then handed to a pass without a bound (the result stays
@@ -205,20 +250,24 @@ __device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key) {
 // rounds of a 256-bin shared histogram).
 // Returns the threshold word (key, 2^32 - 1): every word whose value is at most the pivot's
 // value passes, so ties with the pivot are kept. kSentinel when the row is too short to sample.
-template <int T>
-__device__ u64 SamplePivot(const SelectArgs& a, int64_t row, int k, QmsShared& qs) {
-  static_assert(T == 256, "one histogram bin per thread");
-  constexpr int kPer = 8;
-  const RowView rv = GetRow(a, row);
-  const int64_t cols = rv.cols;
-  const double lambda = static_cast<double>(k) * (kPer * T) / static_cast<double>(cols);
+constexpr int kSamplePer = 8;  // sample words per thread (T = 256)
+
+// The sample rank for k of cols, or -1 when the row is too short to sample.
+__host__ __device__ inline int SampleRank(int64_t cols, int k) {
+  constexpr int kSample = kSamplePer * 256;
+  const double lambda = static_cast<double>(k) * kSample / static_cast<double>(cols);
   const int rank = static_cast<int>(lambda + 4.0 * sqrt(lambda) + 4.0);
-  if (cols < int64_t{kPer} * T || cols < 8 * static_cast<int64_t>(k) || rank >= kPer * T / 2)
-    return kSentinel;
-  const int64_t p = static_cast<int64_t>(threadIdx.x / 8) * (cols / (T / 8)) / kPer * kPer +
-                    (threadIdx.x % 8) * kPer;
-  const float* sp = rv.p + p;
-  unsigned key[kPer];
+  if (cols < kSample || cols < 8 * static_cast<int64_t>(k) || rank >= kSample / 2) return -1;
+  return rank;
+}
+
+// This thread's kSamplePer sample keys of a row of `cols` columns at rp.
+template <int T>
+__device__ void LoadSample(const float* rp, int64_t cols, unsigned (&key)[kSamplePer]) {
+  const int64_t p =
+      static_cast<int64_t>(threadIdx.x / 8) * (cols / (T / 8)) / kSamplePer * kSamplePer +
+      (threadIdx.x % 8) * kSamplePer;
+  const float* sp = rp + p;
   if ((reinterpret_cast<uintptr_t>(sp) & 15u) == 0) {
     const float4 v0 = __ldg(reinterpret_cast<const float4*>(sp));
     const float4 v1 = __ldg(reinterpret_cast<const float4*>(sp) + 1);
@@ -226,13 +275,35 @@ __device__ u64 SamplePivot(const SelectArgs& a, int64_t row, int k, QmsShared& q
     key[4] = FloatKey(v1.x); key[5] = FloatKey(v1.y); key[6] = FloatKey(v1.z); key[7] = FloatKey(v1.w);
   } else {
 #pragma unroll
-    for (int j = 0; j < kPer; ++j) key[j] = FloatKey(__ldg(sp + j));
+    for (int j = 0; j < kSamplePer; ++j) key[j] = FloatKey(__ldg(sp + j));
   }
-  const unsigned pivot_key = BlockRadixSelect<T>(rank, qs, [&](auto&& f) {
+}
+
+// The threshold word from the block's sample keys (see SamplePivot).
+template <int T>
+__device__ u64 PivotFromSample(const unsigned (&key)[kSamplePer], int rank, QmsShared& qs) {
+  // Two rounds (16 bits below the keys' common prefix) give a bound above the rank's key that
+  // admits a fraction of a percent more words; a bound in the NaN range admits everything.
+  unsigned pivot_key = BlockRadixSelect<T>(
+      rank, qs,
+      [&](auto&& f) {
 #pragma unroll
-    for (int j = 0; j < kPer; ++j) f(key[j]);
-  });
+        for (int j = 0; j < kSamplePer; ++j) f(key[j]);
+      },
+      2);
+  if (pivot_key > FloatKey(__int_as_float(0x7f800000))) pivot_key = 0xffffffffu;
   return Pack(pivot_key, 0xffffffffu);
+}
+
+template <int T>
+__device__ u64 SamplePivot(const SelectArgs& a, int64_t row, int k, QmsShared& qs) {
+  static_assert(T == 256, "one histogram bin per thread");
+  const RowView rv = GetRow(a, row);
+  const int rank = SampleRank(rv.cols, k);
+  if (rank < 0) return kSentinel;
+  unsigned key[kSamplePer];
+  LoadSample<T>(rv.p, rv.cols, key);
+  return PivotFromSample<T>(key, rank, qs);
 }
 
 // One row, one block: sampled first partition of the streamed row, then the partitions and the
@@ -311,6 +382,7 @@ __global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3)
   extern __shared__ u64 smem[];
   __shared__ StreamShared ss;
   __shared__ QmsShared qs;
+  WaitPrimaryGrid();  // the rows handed back
   const int count = *n;
   for (int i = blockIdx.x; i < count; i += gridDim.x) {
     QmsRow<KB, T, U, D>(a, rows[i], smem, ss, qs);
@@ -322,7 +394,7 @@ __global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3)
 // With many rows, a block per row leaves each row's fixed costs (the sample, the final sort)
 // exposed: while a block samples or sorts, its share of the memory pipe idles. The first partition
 // is then split into launches that each keep the GPU busy:
-//   1. QmsPivotKernel: the sampled pivot of every row (one small block per row);
+//   1. QmsWarpPivotKernel: the sampled pivot of every row (one warp per row);
 //   2. QmsFilterKernel: the rows cut into pieces of T * 4 * U columns; blocks stride over the
 //      pieces (the next piece's loads in flight while the current one is filtered), keep the words
 //      under their row's pivot and append them to the row's survivor list in global memory (one
@@ -349,21 +421,68 @@ struct QmsSplitScratch {
   int cap;
 };
 
-template <int T>
-__global__ void __launch_bounds__(T) QmsPivotKernel(SelectArgs a, int64_t row0, u64* pivots) {
-  __shared__ QmsShared qs;
-  const u64 p = SamplePivot<T>(a, row0 + blockIdx.x, a.k, qs);
-  if (threadIdx.x == 0) pivots[blockIdx.x] = p;
+// Pivots of rows row0 .. row0 + rows - 1 (all of one length, long enough to sample), one warp
+// per row (8 rows a block): the warp loads the same 32 runs of 64 words as LoadSample and
+// selects alone, without block barriers. Also clears the rows' survivor counts (and the count
+// of rows handed back) for the filter. (A block
+// per row measured slower: the pivots are a chain of latencies, and warps hide more of them.)
+template <int kRun>
+__global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64_t row0,
+                                                            int rows, u64* pivots, int* counts) {
+  AllowDependentGrid();
+  static_assert(kRun == 8 * kSamplePer, "32 runs of kRun words");
+  __shared__ QmsShared qs_all[8];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  const int lr = blockIdx.x * 8 + warp;
+  if (lr >= rows) return;
+  const int64_t cols = a.cols;
+  const float* rp = a.distances + (row0 + lr) * a.row_stride;
+  // Load j takes runs 2j and 2j + 1, sixteen lanes on each (whole 256-byte runs per request).
+  const int half = lane / 16, quad = lane % 16;
+  auto run = [&](int q) { return rp + static_cast<int64_t>(q) * (cols / 32) / 8 * 8; };
+  unsigned key[kRun];
+  if ((reinterpret_cast<uintptr_t>(rp) & 15u) == 0) {  // runs start on multiples of 8 words
+#pragma unroll
+    for (int j = 0; j < kRun / 4; ++j) {
+      const float4 v = __ldg(reinterpret_cast<const float4*>(run(2 * j + half)) + quad);
+      key[4 * j] = FloatKey(v.x);
+      key[4 * j + 1] = FloatKey(v.y);
+      key[4 * j + 2] = FloatKey(v.z);
+      key[4 * j + 3] = FloatKey(v.w);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kRun; ++j) key[j] = FloatKey(__ldg(run(j / 2) + (j % 2) * 32 + lane));
+  }
+  unsigned pivot_key = BlockRadixSelect<32>(
+      SampleRank(cols, a.k), qs_all[warp],
+      [&](auto&& f) {
+#pragma unroll
+        for (int j = 0; j < kRun; ++j) f(key[j]);
+      },
+      2);
+  if (pivot_key > FloatKey(__int_as_float(0x7f800000))) pivot_key = 0xffffffffu;
+  if (lane == 0) {
+    pivots[lr] = Pack(pivot_key, 0xffffffffu);
+    counts[lr] = 0;
+    if (lr == 0) counts[rows] = 0;
+  }
 }
 
 // Rows row0 .. row0 + rows - 1 (segments == 1), cut into `ppr` pieces of kFilterPiece columns,
-// one warp per piece (rows * ppr < 2^31). Each lane loads kFilterVec float4 at once; a whole,
-// aligned piece takes the short path (one compare per element, no bounds checks).
+// one warp per piece (rows * ppr < 2^31). Each lane loads kFilterVec float4 at once; the warps of
+// a full SM keep enough loads in flight. (Requesting a warp's next piece before filtering the
+// current one, at half the piece size for the registers, measured slower: the per-piece costs
+// doubled.)
 template <int U>
 __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t row0, int rows,
-                                                      int ppr, QmsSplitScratch s) {
+                                                         int ppr, QmsSplitScratch s) {
   static_assert(32 * 4 * U == kFilterPiece, "one warp per piece");
+  __shared__ __align__(16) float stage_all[8][kFilterPiece];
+  AllowDependentGrid();
+  WaitPrimaryGrid();  // the pivots and cleared counts
   const int lane = threadIdx.x & 31;
+  float* stage = stage_all[threadIdx.x / 32];
   const int items = rows * ppr;
   const int stride = static_cast<int>(gridDim.x * (blockDim.x / 32));
   for (int it = static_cast<int>(blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32); it < items;
@@ -389,17 +508,25 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
     if (lane == 31) first = atomicAdd(&s.count[lr], incl);
     int pos = __shfl_sync(kFullMask, first, 31) + incl - c;
     u64* out = s.survivors + static_cast<int64_t>(lr) * s.cap;
+    // The candidates' values are picked from the warp's copy of the piece in shared memory
+    // (one load each) rather than out of the registers by a chain of selects.
+    if (bits) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) *reinterpret_cast<float4*>(stage + u * 128 + lane * 4) = v[u];
+    }
     while (bits) {
       const int j = __ffs(bits) - 1;
       bits &= bits - 1;
-      if (pos < s.cap) out[pos] = CandidateWord<32, U>(v, j, base, vec, lane);
+      const int off = ChunkOffset<32>(vec, j >> 2, j & 3, lane);
+      if (pos < s.cap) out[pos] = Pack(FloatKey(stage[(j >> 2) * 128 + lane * 4 + (j & 3)]), base + off);
       ++pos;
     }
   }
 }
 
 // Per row: the k-th smallest key of the survivors by a radix select, the survivors up to it
-// gathered (k of them unless the k-th value is tied) and sorted. smem: QmsSplitConfig::kShared.
+// gathered (when the k-th value is tied, its words are cut at the k-th column by a second radix
+// select, over the columns) and sorted. smem: QmsSplitConfig::kShared.
 template <int KB>
 __global__ void __launch_bounds__(QmsSplitConfig<KB>::kThreads)
     QmsFinishKernel(SelectArgs a, int64_t row0, QmsSplitScratch s) {
@@ -407,6 +534,8 @@ __global__ void __launch_bounds__(QmsSplitConfig<KB>::kThreads)
   constexpr int T = C::kThreads;
   extern __shared__ u64 buf[];  // [kCap] survivors, then [KB] the gathered ones
   __shared__ QmsShared qs;
+  AllowDependentGrid();
+  WaitPrimaryGrid();  // the survivors
   const int64_t row = row0 + blockIdx.x;
   const int n = s.count[blockIdx.x];
   const int k = a.k;
@@ -423,48 +552,132 @@ __global__ void __launch_bounds__(QmsSplitConfig<KB>::kThreads)
     const unsigned kth = BlockRadixSelect<T>(k - 1, qs, [&](auto&& f) {
       for (int i = threadIdx.x; i < n; i += T) f(static_cast<unsigned>(buf[i] >> 32));
     });
-    if (threadIdx.x == 0) qs.less[0] = 0;
-    __syncthreads();
+    // Gathers the words up to (kth, col_max) into out (or only counts those under kth).
     const unsigned lt = LaneMaskLt();
-    for (int i0 = 0; i0 < n; i0 += T) {
-      const int i = i0 + threadIdx.x;
-      const u64 w = i < n ? buf[i] : kSentinel;
-      const bool take = i < n && static_cast<unsigned>(w >> 32) <= kth;
-      const unsigned b = __ballot_sync(kFullMask, take);
-      int first = 0;
-      if ((threadIdx.x & 31) == 0 && b) first = atomicAdd(&qs.less[0], __popc(b));
-      const int pos = __shfl_sync(kFullMask, first, 0) + __popc(b & lt);
-      if (take && pos < KB) out[pos] = w;
-    }
-    __syncthreads();
-    const int m = qs.less[0];
-    if (m > KB) {  // the k-th value is tied past the bucket: sort every survivor instead
-      const int p2 = NextPow2((n + KB - 1) / KB);
-      for (int i = n + threadIdx.x; i < p2 * KB; i += T) buf[i] = kSentinel;
+    auto gather = [&](unsigned col_max, bool count_below) {
+      if (threadIdx.x == 0) qs.less[0] = 0;
       __syncthreads();
-      BitonicSortRuns<T>(buf, p2, KB, KB);
-      TruncatedMergeDown<T>(buf, p2, KB);
-      WriteRow<T>(a, row, buf);
-      return;
+      for (int i0 = 0; i0 < n; i0 += T) {
+        const int i = i0 + threadIdx.x;
+        const u64 w = i < n ? buf[i] : kSentinel;
+        const unsigned key = static_cast<unsigned>(w >> 32);
+        const bool take = i < n && (count_below ? key < kth
+                                                : key < kth || (key == kth &&
+                                                                static_cast<unsigned>(w) <= col_max));
+        const unsigned b = __ballot_sync(kFullMask, take);
+        int first = 0;
+        if ((threadIdx.x & 31) == 0 && b) first = atomicAdd(&qs.less[0], __popc(b));
+        const int pos = __shfl_sync(kFullMask, first, 0) + __popc(b & lt);
+        if (!count_below && take && pos < KB) out[pos] = w;
+      }
+      __syncthreads();
+      const int m = qs.less[0];
+      __syncthreads();
+      return m;
+    };
+    int m = gather(0xffffffffu, false);
+    if (m > KB) {
+      // The k-th value is tied past the bucket: of the words holding it, the lowest columns.
+      const int below = gather(0, true);
+      const unsigned col_max = BlockRadixSelect<T>(k - 1 - below, qs, [&](auto&& f) {
+        for (int i = threadIdx.x; i < n; i += T)
+          if (static_cast<unsigned>(buf[i] >> 32) == kth) f(static_cast<unsigned>(buf[i]));
+      });
+      m = gather(col_max, false);
     }
     for (int i = m + threadIdx.x; i < KB; i += T) out[i] = kSentinel;
   }
   __syncthreads();
-  BitonicSortRuns<T>(out, 1, KB, KB);
+  if constexpr (KB >= T) {
+    BlockSortWords<T, KB / T>(out);
+  } else {
+    BitonicSortRuns<T>(out, 1, KB, KB);
+  }
   WriteRow<T>(a, row, out);
+}
+
+// The same with one warp per row (8 rows a block), for KB <= kWarpFinishMax: no block barrier,
+// the survivors read from global memory (L1) in each radix round, the k smallest gathered into
+// the warp's shared slice and sorted in registers (KB / 32 words a lane). When the k-th value is
+// tied, its words are cut at the k-th column by a second radix select (over the columns).
+constexpr int kWarpFinishMax = 512;
+
+template <int KB>
+struct QmsWarpFinishShared {
+  QmsShared qs[8];
+  u64 out[8][KB];
+};
+
+template <int KB>
+__global__ void __launch_bounds__(256) QmsWarpFinishKernel(SelectArgs a, int64_t row0, int rows,
+                                                          QmsSplitScratch s) {
+  static_assert(KB >= 32 && KB <= kWarpFinishMax, "warp finish bucket");
+  extern __shared__ u64 smem_raw[];
+  auto& sh = *reinterpret_cast<QmsWarpFinishShared<KB>*>(smem_raw);
+  AllowDependentGrid();
+  WaitPrimaryGrid();  // the survivors
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  const int lr = blockIdx.x * 8 + warp;
+  if (lr >= rows) return;
+  const int64_t row = row0 + lr;
+  const int n = s.count[lr];
+  const int k = a.k;
+  QmsShared& qs = sh.qs[warp];
+  u64* out = sh.out[warp];
+  auto hand_back = [&] {
+    if (lane == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row;
+  };
+  if (n < k || n > s.cap) return hand_back();
+  const u64* src = s.survivors + static_cast<int64_t>(lr) * s.cap;
+  if (n <= KB) {
+    for (int i = lane; i < KB; i += 32) out[i] = i < n ? src[i] : kSentinel;
+  } else {
+    const unsigned kth = BlockRadixSelect<32>(k - 1, qs, [&](auto&& f) {
+      for (int i = lane; i < n; i += 32) f(static_cast<unsigned>(src[i] >> 32));
+    });
+    // Gathers the words up to (kth, col_max) into out; returns how many there are.
+    const unsigned lt = LaneMaskLt();
+    auto gather = [&](unsigned col_max, bool count_below) {
+      int m = 0;
+      for (int i0 = 0; i0 < n; i0 += 32) {
+        const int i = i0 + lane;
+        const u64 w = i < n ? src[i] : kSentinel;
+        const unsigned key = static_cast<unsigned>(w >> 32);
+        const bool take = i < n && (count_below ? key < kth
+                                                : key < kth || (key == kth &&
+                                                                static_cast<unsigned>(w) <= col_max));
+        const unsigned b = __ballot_sync(kFullMask, take);
+        const int pos = m + __popc(b & lt);
+        if (!count_below && take && pos < KB) out[pos] = w;
+        m += __popc(b);
+      }
+      return m;
+    };
+    int m = gather(0xffffffffu, false);
+    if (m > KB) {
+      // The k-th value is tied past the bucket: of the words holding it, the lowest columns.
+      const int below = gather(0, true);
+      const unsigned col_max = BlockRadixSelect<32>(k - 1 - below, qs, [&](auto&& f) {
+        for (int i = lane; i < n; i += 32)
+          if (static_cast<unsigned>(src[i] >> 32) == kth) f(static_cast<unsigned>(src[i]));
+      });
+      m = gather(col_max, false);
+    }
+    for (int i = m + lane; i < KB; i += 32) out[i] = kSentinel;
+  }
+  __syncwarp();
+  BlockSortWords<32, KB / 32>(out, lane);
+  WriteRow<32>(a, row, out, lane);
 }
 
 // Whether the row-parallel path suits the shape: rows long enough to sample, and a sampled pivot
 // expected to leave at most half the survivor list (the expected survivors are the pivot's sample
-// rank times cols / 2048). Mirrors SamplePivot's rank.
+// rank times cols / 2048).
 template <int KB>
 bool QmsSplitSuits(const SelectArgs& a) {
-  constexpr int kSample = 2048;
-  if (a.segments != 1 || a.cols < kSample || a.cols < 8 * static_cast<int64_t>(a.k)) return false;
-  const double lambda = static_cast<double>(a.k) * kSample / static_cast<double>(a.cols);
-  const int rank = static_cast<int>(lambda + 4.0 * std::sqrt(lambda) + 4.0);
-  if (rank >= kSample / 2) return false;
-  return static_cast<double>(rank) * static_cast<double>(a.cols) / kSample <=
+  const int rank = SampleRank(a.cols, a.k);
+  if (a.segments != 1 || rank < 0) return false;
+  return static_cast<double>(rank) * static_cast<double>(a.cols) / (kSamplePer * 256) <=
          QmsSplitConfig<KB>::kCap / 2;
 }
 
@@ -477,23 +690,22 @@ struct QmsShape {
   static constexpr int kDepth = 4;
 };
 
-// Rows are taken in batches whose survivor lists fit kSplitScratchBytes.
+// Rows are taken in batches whose survivor lists fit kSplitScratchBytes. (Running the pivot and
+// finish launches of one batch beside the filter of the next, on side streams, measured no
+// faster: the filter needs every register of the SM to keep enough loads in flight.)
 constexpr int64_t kSplitScratchBytes = int64_t{256} << 20;
 
 template <int KB>
-void LaunchQuickMultiSelect(const SelectArgs& a) {
+void LaunchQmsRowParallel(const SelectArgs& a) {
   constexpr int T = QmsShape<KB>::kThreads, U = QmsShape<KB>::kVec, D = QmsShape<KB>::kDepth;
   using C = QmsConfig<KB, T, U, D>;
-  auto kernel = QuickMultiSelectKernel<KB, T, U, D>;
-  PrepareSharedMemory(kernel, C::kShared, a);
-  if (!QmsSplitSuits<KB>(a) || a.rows < 2) {
-    LaunchPerRow(kernel, T, C::kShared, a);
-    return;
-  }
   using S = QmsSplitConfig<KB>;
   auto finish = QmsFinishKernel<KB>;
   auto list = QuickMultiSelectListKernel<KB, T, U, D>;
   PrepareSharedMemory(finish, S::kShared, a);
+  if constexpr (KB <= kWarpFinishMax) {
+    PrepareSharedMemory(QmsWarpFinishKernel<KB>, sizeof(QmsWarpFinishShared<KB>), a);
+  }
   PrepareSharedMemory(list, C::kShared, a);
   const int64_t ppr = (a.cols + kFilterPiece - 1) / kFilterPiece;
   const int64_t per_row = S::kCap * 8 + 8 + 4 + 8;
@@ -514,19 +726,38 @@ void LaunchQuickMultiSelect(const SelectArgs& a) {
   FM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   for (int64_t row0 = 0; row0 < a.rows; row0 += batch) {
     const int64_t n = std::min(batch, a.rows - row0);
-    s.fail_count = s.count + n;  // count[n] and fail_count: contiguous, cleared together
-    FM_CUDA_CHECK(cudaMemsetAsync(s.count, 0, (n + 1) * sizeof(int), a.stream));
-    QmsPivotKernel<T><<<static_cast<unsigned>(n), T, 0, a.stream>>>(a, row0, s.pivots);
+    s.fail_count = s.count + n;  // count[n] then fail_count, cleared by the pivot kernel
+    QmsWarpPivotKernel<8 * kSamplePer><<<static_cast<unsigned>((n + 7) / 8), 256, 0, a.stream>>>(
+        a, row0, static_cast<int>(n), s.pivots, s.count);
     FM_CUDA_CHECK_LAUNCH();
+    // The next three launches may start while the one before drains (each waits for its
+    // predecessor's results first: programmatic dependent launch).
     const int64_t fgrid = std::min<int64_t>((n * ppr + 7) / 8, static_cast<int64_t>(sms) * 4);
-    QmsFilterKernel<kFilterVec><<<static_cast<unsigned>(fgrid), 256, 0, a.stream>>>(
-        a, row0, static_cast<int>(n), static_cast<int>(ppr), s);
-    FM_CUDA_CHECK_LAUNCH();
-    finish<<<static_cast<unsigned>(n), S::kThreads, S::kShared, a.stream>>>(a, row0, s);
-    FM_CUDA_CHECK_LAUNCH();
+    LaunchDependent(QmsFilterKernel<kFilterVec>, fgrid, 256, 0, a.stream, a, row0,
+                    static_cast<int>(n), static_cast<int>(ppr), s);
+    if constexpr (KB <= kWarpFinishMax) {
+      LaunchDependent(QmsWarpFinishKernel<KB>, (n + 7) / 8, 256, sizeof(QmsWarpFinishShared<KB>),
+                      a.stream, a, row0, static_cast<int>(n), s);
+    } else {
+      LaunchDependent(finish, n, S::kThreads, S::kShared, a.stream, a, row0, s);
+    }
     const int64_t grid = std::min<int64_t>(n, static_cast<int64_t>(sms) * (KB >= 1024 ? 2 : 3));
-    list<<<static_cast<unsigned>(grid), T, C::kShared, a.stream>>>(a, s.fail_count, s.fail_rows);
-    FM_CUDA_CHECK_LAUNCH();
+    LaunchDependent(list, grid, T, C::kShared, a.stream, a,
+                    static_cast<const int*>(s.fail_count),
+                    static_cast<const int64_t*>(s.fail_rows));
+  }
+}
+
+template <int KB>
+void LaunchQuickMultiSelect(const SelectArgs& a) {
+  constexpr int T = QmsShape<KB>::kThreads, U = QmsShape<KB>::kVec, D = QmsShape<KB>::kDepth;
+  using C = QmsConfig<KB, T, U, D>;
+  auto kernel = QuickMultiSelectKernel<KB, T, U, D>;
+  PrepareSharedMemory(kernel, C::kShared, a);
+  if (QmsSplitSuits<KB>(a) && a.rows >= 2) {
+    LaunchQmsRowParallel<KB>(a);
+  } else {
+    LaunchPerRow(kernel, T, C::kShared, a);
   }
 }
 

@@ -115,11 +115,13 @@ __device__ inline void DecodeWord(const SelectArgs& a, u64 w, int64_t src_row, i
 }
 
 // Writes the first k words of `sorted` (ascending, shared memory) as row `row` of the output.
+// T threads, this one being number tid.
 template <int T>
-__device__ void WriteRow(const SelectArgs& a, int64_t row, const u64* sorted) {
+__device__ void WriteRow(const SelectArgs& a, int64_t row, const u64* sorted,
+                         int tid = threadIdx.x) {
   const RowView rv = GetRow(a, row);
   const int64_t out0 = row * static_cast<int64_t>(a.k);
-  for (int i = threadIdx.x; i < a.k; i += T) {
+  for (int i = tid; i < a.k; i += T) {
     DecodeWord(a, sorted[i], rv.src_row, rv.col0, &a.out_values[out0 + i],
                &a.out_indices[out0 + i]);
   }
@@ -217,10 +219,101 @@ __device__ inline u64 WarpBitonicSort(u64 x) {
   return x;
 }
 
+// Sorts the T * E words of a[] (shared memory) ascending with a bitonic network held in
+// registers: thread t keeps words t*E .. t*E + E - 1; partners closer than E are in the same
+// thread, closer than 32 E in the same warp (shuffles), farther ones go through a[] (two barriers
+// a step). All T threads must call it (t: the caller's index; T = 32: one warp alone); ends with
+// the sorted words in a[] and a barrier.
+template <int T, int E>
+__device__ void BlockSortWords(u64* a, int t = threadIdx.x) {
+  constexpr int N = T * E;
+  static_assert((N & (N - 1)) == 0 && (E & (E - 1)) == 0, "powers of two");
+  u64 x[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) x[e] = a[t * E + e];
+#pragma unroll
+  for (int size = 2; size <= N; size <<= 1) {
+#pragma unroll
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      if (stride < E) {
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+          if ((e & stride) == 0) {
+            const bool asc = ((t * E + e) & size) == 0 || size == N;
+            const u64 lo = x[e], hi = x[e + stride];
+            if ((lo > hi) == asc) {
+              x[e] = hi;
+              x[e + stride] = lo;
+            }
+          }
+        }
+      } else if (stride < 32 * E) {
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+          const int i = t * E + e;
+          const u64 o = __shfl_xor_sync(kFullMask, x[e], stride / E);
+          const bool asc = (i & size) == 0 || size == N;
+          x[e] = (((i & stride) == 0) == asc) ? MinU64(x[e], o) : MaxU64(x[e], o);
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < E; ++e) a[t * E + e] = x[e];
+        __syncthreads();
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+          const int i = t * E + e;
+          const u64 o = a[i ^ stride];
+          const bool asc = (i & size) == 0 || size == N;
+          x[e] = (((i & stride) == 0) == asc) ? MinU64(x[e], o) : MaxU64(x[e], o);
+        }
+        __syncthreads();
+      }
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < E; ++e) a[t * E + e] = x[e];
+  if constexpr (T == 32) {
+    __syncwarp();
+  } else {
+    __syncthreads();
+  }
+}
+
 constexpr int NextPow2(int v) {
   int p = 1;
   while (p < v) p <<= 1;
   return p;
+}
+
+// Programmatic dependent launch: a kernel launched by LaunchDependent may be scheduled while the
+// kernel before it on the stream drains; it must call WaitPrimaryGrid() before it reads what that
+// kernel wrote. AllowDependentGrid() lets the next such kernel be scheduled early. Both are no-ops
+// for kernels launched the ordinary way and before sm_90.
+__device__ inline void WaitPrimaryGrid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ inline void AllowDependentGrid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
+template <typename... KArgs, typename... Args>
+void LaunchDependent(void (*kernel)(KArgs...), int64_t grid, int threads, std::size_t shmem,
+                     cudaStream_t stream, Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(grid));
+  cfg.blockDim = dim3(static_cast<unsigned>(threads));
+  cfg.dynamicSmemBytes = shmem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  FM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...));
 }
 
 // Sets the kernel's dynamic shared memory limit and checks it fits the device.
