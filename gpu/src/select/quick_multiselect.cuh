@@ -395,12 +395,12 @@ __global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3)
 // exposed: while a block samples or sorts, its share of the memory pipe idles. The first partition
 // is then split into launches that each keep the GPU busy:
 //   1. QmsWarpPivotKernel: the sampled pivot of every row (one warp per row);
-//   2. QmsFilterKernel: the rows cut into pieces of T * 4 * U columns; blocks stride over the
-//      pieces (the next piece's loads in flight while the current one is filtered), keep the words
-//      under their row's pivot and append them to the row's survivor list in global memory (one
-//      atomic per warp and piece). No barrier, no shared memory: full occupancy, like a copy;
-//   3. QmsFinishKernel: per row, the survivors (about 1.5 to 4 k) are cut to the k smallest by
-//      the ballot partition (QuickCompact) and sorted;
+//   2. QmsFilterKernel: the rows cut into pieces of 1024 columns, one warp per piece, all of a
+//      lane's loads in flight at once; the words under the row's pivot are appended to the row's
+//      survivor list in global memory (one atomic per warp and piece). No block barrier: full
+//      occupancy, like a copy. For k <= 256 the warp that completes a row also finishes it: the
+//      k-th smallest survivor by a radix select, the k smallest gathered with ballots and sorted;
+//   3. QmsFinishKernel (k > 256): the same finish with a block per row;
 //   4. QuickMultiSelectListKernel: the rows whose pivot fell under the k-th word (fewer than k
 //      survivors) or that overflowed the survivor list are selected again by the one-block path.
 template <int KB>
@@ -415,7 +415,9 @@ constexpr int kFilterPiece = 32 * 4 * kFilterVec;
 struct QmsSplitScratch {
   u64* pivots;        // [rows]
   int* count;         // [rows] survivors found (may pass the cap)
+  int* done;          // [rows] groups of pieces filtered
   int* fail_count;    // rows handed back
+  int* ticket;        // next group of pieces to filter
   int64_t* fail_rows;
   u64* survivors;     // [rows][cap]
   int cap;
@@ -423,12 +425,12 @@ struct QmsSplitScratch {
 
 // Pivots of rows row0 .. row0 + rows - 1 (all of one length, long enough to sample), one warp
 // per row (8 rows a block): the warp loads the same 32 runs of 64 words as LoadSample and
-// selects alone, without block barriers. Also clears the rows' survivor counts (and the count
-// of rows handed back) for the filter. (A block
+// selects alone, without block barriers. Also clears the filter's counters (QmsSplitScratch:
+// count[rows], done[rows], fail_count, ticket, contiguous). (A block
 // per row measured slower: the pivots are a chain of latencies, and warps hide more of them.)
 template <int kRun>
 __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64_t row0,
-                                                            int rows, u64* pivots, int* counts) {
+                                                            int rows, u64* pivots, int* counters) {
   AllowDependentGrid();
   static_assert(kRun == 8 * kSamplePer, "32 runs of kRun words");
   __shared__ QmsShared qs_all[8];
@@ -464,63 +466,156 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
   if (pivot_key > FloatKey(__int_as_float(0x7f800000))) pivot_key = 0xffffffffu;
   if (lane == 0) {
     pivots[lr] = Pack(pivot_key, 0xffffffffu);
-    counts[lr] = 0;
-    if (lr == 0) counts[rows] = 0;
+    counters[lr] = 0;         // survivors
+    counters[rows + lr] = 0;  // groups done
+    if (lr == 0) counters[2 * rows] = counters[2 * rows + 1] = 0;  // rows handed back, ticket
   }
 }
 
-// Rows row0 .. row0 + rows - 1 (segments == 1), cut into `ppr` pieces of kFilterPiece columns,
-// one warp per piece (rows * ppr < 2^31). Each lane loads kFilterVec float4 at once; the warps of
-// a full SM keep enough loads in flight. (Requesting a warp's next piece before filtering the
-// current one, at half the piece size for the registers, measured slower: the per-piece costs
-// doubled.)
-template <int U>
+// The finish of one row by one warp, for KB <= kWarpFinishMax (run by the filter's warp that
+// completes the row): no block barrier, the n survivors at src read from L2 in each radix round,
+// the k smallest gathered into `out` (KB words of shared memory) and sorted in registers (KB / 32
+// words a lane). When the k-th value is tied, its words are cut at the k-th column by a second
+// radix select (over the columns). Rows with too few or too many survivors are handed back.
+constexpr int kWarpFinishMax = 256;  // above, the sort in registers would spill
+
+template <int KB>
+__device__ void WarpFinishRow(const SelectArgs& a, int64_t row, int n, const u64* src,
+                              QmsShared& qs, u64* out, const QmsSplitScratch& s) {
+  static_assert(KB >= 32 && KB <= kWarpFinishMax, "warp finish bucket");
+  const int lane = threadIdx.x & 31;
+  const int k = a.k;
+  if (n < k || n > s.cap) {
+    if (lane == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row;
+    return;
+  }
+  if (n <= KB) {
+    for (int i = lane; i < KB; i += 32) out[i] = i < n ? __ldcg(src + i) : kSentinel;
+  } else {
+    const unsigned kth = BlockRadixSelect<32>(k - 1, qs, [&](auto&& f) {
+      for (int i = lane; i < n; i += 32) f(static_cast<unsigned>(__ldcg(src + i) >> 32));
+    });
+    // Gathers the words up to (kth, col_max) into out (or only counts those under kth).
+    const unsigned lt = LaneMaskLt();
+    auto gather = [&](unsigned col_max, bool count_below) {
+      int m = 0;
+      for (int i0 = 0; i0 < n; i0 += 32) {
+        const int i = i0 + lane;
+        const u64 w = i < n ? __ldcg(src + i) : kSentinel;
+        const unsigned key = static_cast<unsigned>(w >> 32);
+        const bool take = i < n && (count_below ? key < kth
+                                                : key < kth || (key == kth &&
+                                                                static_cast<unsigned>(w) <= col_max));
+        const unsigned b = __ballot_sync(kFullMask, take);
+        const int pos = m + __popc(b & lt);
+        if (!count_below && take && pos < KB) out[pos] = w;
+        m += __popc(b);
+      }
+      return m;
+    };
+    int m = gather(0xffffffffu, false);
+    if (m > KB) {
+      // The k-th value is tied past the bucket: of the words holding it, the lowest columns.
+      const int below = gather(0, true);
+      const unsigned col_max = BlockRadixSelect<32>(k - 1 - below, qs, [&](auto&& f) {
+        for (int i = lane; i < n; i += 32) {
+          const u64 w = __ldcg(src + i);
+          if (static_cast<unsigned>(w >> 32) == kth) f(static_cast<unsigned>(w));
+        }
+      });
+      m = gather(col_max, false);
+    }
+    for (int i = m + lane; i < KB; i += 32) out[i] = kSentinel;
+  }
+  __syncwarp();
+  BlockSortWords<32, KB / 32>(out, lane);
+  WriteRow<32>(a, row, out, lane);
+}
+
+// Rows row0 .. row0 + rows - 1 (segments == 1), cut into `ppr` pieces of kFilterPiece columns
+// filtered by one warp each (each lane loads kFilterVec float4 at once; the warps of a full SM
+// keep enough loads in flight). Warps take groups of kGroup pieces of a row from a ticket
+// counter. For KB <= kWarpFinishMax the warp that completes a row's last group (a counter per
+// row) also finishes the row (WarpFinishRow), while the other warps keep streaming; a warp busy
+// finishing simply takes fewer groups. (Requesting a warp's next piece before filtering the
+// current one, at half the piece size for the registers, measured slower.)
+constexpr int kGroup = 4;
+
+template <int U, int KB>
 __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t row0, int rows,
                                                          int ppr, QmsSplitScratch s) {
   static_assert(32 * 4 * U == kFilterPiece, "one warp per piece");
+  constexpr bool kFinish = KB <= kWarpFinishMax;
+  static_assert(KB * 8 <= kFilterPiece * 4 || !kFinish, "the finish reuses the warp's stage");
   __shared__ __align__(16) float stage_all[8][kFilterPiece];
+  __shared__ QmsShared qs_all[kFinish ? 8 : 1];
   AllowDependentGrid();
-  WaitPrimaryGrid();  // the pivots and cleared counts
-  const int lane = threadIdx.x & 31;
-  float* stage = stage_all[threadIdx.x / 32];
-  const int items = rows * ppr;
-  const int stride = static_cast<int>(gridDim.x * (blockDim.x / 32));
-  for (int it = static_cast<int>(blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32); it < items;
-       it += stride) {
-    const int lr = it / ppr;
-    const int64_t base = static_cast<int64_t>(it - lr * ppr) * kFilterPiece;
+  WaitPrimaryGrid();  // the pivots and cleared counters
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  float* stage = stage_all[warp];
+  const int gpr = (ppr + kGroup - 1) / kGroup;
+  const int groups = rows * gpr;
+  int g = 0;
+  if (lane == 0) g = atomicAdd(s.ticket, 1);
+  g = __shfl_sync(kFullMask, g, 0);
+  while (g < groups) {
+    int g_next = 0;
+    if (lane == 0) g_next = atomicAdd(s.ticket, 1);  // in flight while this group is filtered
+    const int lr = g / gpr;
+    const int p0 = (g - lr * gpr) * kGroup;
+    const int p1 = min(p0 + kGroup, ppr);
     const float* rp = a.distances + (row0 + lr) * a.row_stride;
     const bool vec = (reinterpret_cast<uintptr_t>(rp) & 15u) == 0;
-    float4 v[U];
-    LoadChunk<32, U>(rp, a.cols, base, vec, v, lane);
     const u64 thr = s.pivots[lr];
-    unsigned bits = CandidateBits<32, U>(v, base, a.cols, vec, thr, lane);
-    if (!__any_sync(kFullMask, bits != 0)) continue;
-    // Slots for the warp's candidates: an inclusive scan of the per-lane counts, one atomic.
-    const int c = __popc(bits);
-    int incl = c;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const int t = __shfl_up_sync(kFullMask, incl, o);
-      if (lane >= o) incl += t;
-    }
-    int first = 0;
-    if (lane == 31) first = atomicAdd(&s.count[lr], incl);
-    int pos = __shfl_sync(kFullMask, first, 31) + incl - c;
     u64* out = s.survivors + static_cast<int64_t>(lr) * s.cap;
-    // The candidates' values are picked from the warp's copy of the piece in shared memory
-    // (one load each) rather than out of the registers by a chain of selects.
-    if (bits) {
+    for (int p = p0; p < p1; ++p) {
+      const int64_t base = static_cast<int64_t>(p) * kFilterPiece;
+      float4 v[U];
+      LoadChunk<32, U>(rp, a.cols, base, vec, v, lane);
+      unsigned bits = CandidateBits<32, U>(v, base, a.cols, vec, thr, lane);
+      if (!__any_sync(kFullMask, bits != 0)) continue;
+      // Slots for the warp's candidates: an inclusive scan of the per-lane counts, one atomic.
+      const int c = __popc(bits);
+      int incl = c;
 #pragma unroll
-      for (int u = 0; u < U; ++u) *reinterpret_cast<float4*>(stage + u * 128 + lane * 4) = v[u];
+      for (int o = 1; o < 32; o <<= 1) {
+        const int t = __shfl_up_sync(kFullMask, incl, o);
+        if (lane >= o) incl += t;
+      }
+      int first = 0;
+      if (lane == 31) first = atomicAdd(&s.count[lr], incl);
+      int pos = __shfl_sync(kFullMask, first, 31) + incl - c;
+      // The candidates' values are picked from the warp's copy of the piece in shared memory
+      // (one load each) rather than out of the registers by a chain of selects.
+      if (bits) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) *reinterpret_cast<float4*>(stage + u * 128 + lane * 4) = v[u];
+      }
+      while (bits) {
+        const int j = __ffs(bits) - 1;
+        bits &= bits - 1;
+        const int off = ChunkOffset<32>(vec, j >> 2, j & 3, lane);
+        if (pos < s.cap) out[pos] = Pack(FloatKey(stage[(j >> 2) * 128 + lane * 4 + (j & 3)]), base + off);
+        ++pos;
+      }
     }
-    while (bits) {
-      const int j = __ffs(bits) - 1;
-      bits &= bits - 1;
-      const int off = ChunkOffset<32>(vec, j >> 2, j & 3, lane);
-      if (pos < s.cap) out[pos] = Pack(FloatKey(stage[(j >> 2) * 128 + lane * 4 + (j & 3)]), base + off);
-      ++pos;
+    if constexpr (kFinish) {
+      // Publish this group's survivors, then count the group; the row's last group finishes it.
+      __syncwarp();
+      int last = 0;
+      if (lane == 0) {
+        __threadfence();
+        last = atomicAdd(&s.done[lr], 1) == gpr - 1;
+      }
+      if (__shfl_sync(kFullMask, last, 0)) {
+        __threadfence();
+        const int n = __ldcg(&s.count[lr]);
+        __syncwarp();  // the stage is reused as the finish's buffer
+        WarpFinishRow<KB>(a, row0 + lr, n, out, qs_all[warp], reinterpret_cast<u64*>(stage), s);
+        __syncwarp();
+      }
     }
+    g = __shfl_sync(kFullMask, g_next, 0);
   }
 }
 
@@ -532,6 +627,7 @@ __global__ void __launch_bounds__(QmsSplitConfig<KB>::kThreads)
     QmsFinishKernel(SelectArgs a, int64_t row0, QmsSplitScratch s) {
   using C = QmsSplitConfig<KB>;
   constexpr int T = C::kThreads;
+  static_assert(KB >= T, "KB / T words a thread");
   extern __shared__ u64 buf[];  // [kCap] survivors, then [KB] the gathered ones
   __shared__ QmsShared qs;
   AllowDependentGrid();
@@ -588,86 +684,8 @@ __global__ void __launch_bounds__(QmsSplitConfig<KB>::kThreads)
     for (int i = m + threadIdx.x; i < KB; i += T) out[i] = kSentinel;
   }
   __syncthreads();
-  if constexpr (KB >= T) {
-    BlockSortWords<T, KB / T>(out);
-  } else {
-    BitonicSortRuns<T>(out, 1, KB, KB);
-  }
+  BlockSortWords<T, KB / T>(out);
   WriteRow<T>(a, row, out);
-}
-
-// The same with one warp per row (8 rows a block), for KB <= kWarpFinishMax: no block barrier,
-// the survivors read from global memory (L1) in each radix round, the k smallest gathered into
-// the warp's shared slice and sorted in registers (KB / 32 words a lane). When the k-th value is
-// tied, its words are cut at the k-th column by a second radix select (over the columns).
-constexpr int kWarpFinishMax = 512;
-
-template <int KB>
-struct QmsWarpFinishShared {
-  QmsShared qs[8];
-  u64 out[8][KB];
-};
-
-template <int KB>
-__global__ void __launch_bounds__(256) QmsWarpFinishKernel(SelectArgs a, int64_t row0, int rows,
-                                                          QmsSplitScratch s) {
-  static_assert(KB >= 32 && KB <= kWarpFinishMax, "warp finish bucket");
-  extern __shared__ u64 smem_raw[];
-  auto& sh = *reinterpret_cast<QmsWarpFinishShared<KB>*>(smem_raw);
-  AllowDependentGrid();
-  WaitPrimaryGrid();  // the survivors
-  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  const int lr = blockIdx.x * 8 + warp;
-  if (lr >= rows) return;
-  const int64_t row = row0 + lr;
-  const int n = s.count[lr];
-  const int k = a.k;
-  QmsShared& qs = sh.qs[warp];
-  u64* out = sh.out[warp];
-  auto hand_back = [&] {
-    if (lane == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row;
-  };
-  if (n < k || n > s.cap) return hand_back();
-  const u64* src = s.survivors + static_cast<int64_t>(lr) * s.cap;
-  if (n <= KB) {
-    for (int i = lane; i < KB; i += 32) out[i] = i < n ? src[i] : kSentinel;
-  } else {
-    const unsigned kth = BlockRadixSelect<32>(k - 1, qs, [&](auto&& f) {
-      for (int i = lane; i < n; i += 32) f(static_cast<unsigned>(src[i] >> 32));
-    });
-    // Gathers the words up to (kth, col_max) into out; returns how many there are.
-    const unsigned lt = LaneMaskLt();
-    auto gather = [&](unsigned col_max, bool count_below) {
-      int m = 0;
-      for (int i0 = 0; i0 < n; i0 += 32) {
-        const int i = i0 + lane;
-        const u64 w = i < n ? src[i] : kSentinel;
-        const unsigned key = static_cast<unsigned>(w >> 32);
-        const bool take = i < n && (count_below ? key < kth
-                                                : key < kth || (key == kth &&
-                                                                static_cast<unsigned>(w) <= col_max));
-        const unsigned b = __ballot_sync(kFullMask, take);
-        const int pos = m + __popc(b & lt);
-        if (!count_below && take && pos < KB) out[pos] = w;
-        m += __popc(b);
-      }
-      return m;
-    };
-    int m = gather(0xffffffffu, false);
-    if (m > KB) {
-      // The k-th value is tied past the bucket: of the words holding it, the lowest columns.
-      const int below = gather(0, true);
-      const unsigned col_max = BlockRadixSelect<32>(k - 1 - below, qs, [&](auto&& f) {
-        for (int i = lane; i < n; i += 32)
-          if (static_cast<unsigned>(src[i] >> 32) == kth) f(static_cast<unsigned>(src[i]));
-      });
-      m = gather(col_max, false);
-    }
-    for (int i = m + lane; i < KB; i += 32) out[i] = kSentinel;
-  }
-  __syncwarp();
-  BlockSortWords<32, KB / 32>(out, lane);
-  WriteRow<32>(a, row, out, lane);
 }
 
 // Whether the row-parallel path suits the shape: rows long enough to sample, and a sampled pivot
@@ -700,19 +718,15 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   constexpr int T = QmsShape<KB>::kThreads, U = QmsShape<KB>::kVec, D = QmsShape<KB>::kDepth;
   using C = QmsConfig<KB, T, U, D>;
   using S = QmsSplitConfig<KB>;
-  auto finish = QmsFinishKernel<KB>;
   auto list = QuickMultiSelectListKernel<KB, T, U, D>;
-  PrepareSharedMemory(finish, S::kShared, a);
-  if constexpr (KB <= kWarpFinishMax) {
-    PrepareSharedMemory(QmsWarpFinishKernel<KB>, sizeof(QmsWarpFinishShared<KB>), a);
-  }
   PrepareSharedMemory(list, C::kShared, a);
+  if constexpr (KB > kWarpFinishMax) PrepareSharedMemory(QmsFinishKernel<KB>, S::kShared, a);
   const int64_t ppr = (a.cols + kFilterPiece - 1) / kFilterPiece;
-  const int64_t per_row = S::kCap * 8 + 8 + 4 + 8;
+  const int64_t per_row = S::kCap * 8 + 8 + 8 + 8;
   int64_t batch = std::min<int64_t>(a.rows, kSplitScratchBytes / per_row);
   batch = std::min<int64_t>(batch, (int64_t{1} << 31) / ppr - 1);
   auto align = [](int64_t bytes) { return (bytes + 255) / 256 * 256; };
-  const int64_t b_piv = align(batch * 8), b_cnt = align(batch * 4 + 4), b_fail = align(batch * 8);
+  const int64_t b_piv = align(batch * 8), b_cnt = align(batch * 8 + 8), b_fail = align(batch * 8);
   char* ws = static_cast<char*>(SelectWorkspace(
       static_cast<size_t>(b_piv + b_cnt + b_fail + batch * S::kCap * 8), a.stream, 1));
   QmsSplitScratch s;
@@ -726,20 +740,20 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   FM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   for (int64_t row0 = 0; row0 < a.rows; row0 += batch) {
     const int64_t n = std::min(batch, a.rows - row0);
-    s.fail_count = s.count + n;  // count[n] then fail_count, cleared by the pivot kernel
+    s.done = s.count + n;  // count[n], done[n], fail_count, ticket: cleared by the pivot kernel
+    s.fail_count = s.done + n;
+    s.ticket = s.fail_count + 1;
     QmsWarpPivotKernel<8 * kSamplePer><<<static_cast<unsigned>((n + 7) / 8), 256, 0, a.stream>>>(
         a, row0, static_cast<int>(n), s.pivots, s.count);
     FM_CUDA_CHECK_LAUNCH();
-    // The next three launches may start while the one before drains (each waits for its
+    // The launches that follow may start while the one before drains (each waits for its
     // predecessor's results first: programmatic dependent launch).
-    const int64_t fgrid = std::min<int64_t>((n * ppr + 7) / 8, static_cast<int64_t>(sms) * 4);
-    LaunchDependent(QmsFilterKernel<kFilterVec>, fgrid, 256, 0, a.stream, a, row0,
+    const int64_t groups = n * ((ppr + kGroup - 1) / kGroup);
+    const int64_t fgrid = std::min<int64_t>((groups + 7) / 8, static_cast<int64_t>(sms) * 4);
+    LaunchDependent(QmsFilterKernel<kFilterVec, KB>, fgrid, 256, 0, a.stream, a, row0,
                     static_cast<int>(n), static_cast<int>(ppr), s);
-    if constexpr (KB <= kWarpFinishMax) {
-      LaunchDependent(QmsWarpFinishKernel<KB>, (n + 7) / 8, 256, sizeof(QmsWarpFinishShared<KB>),
-                      a.stream, a, row0, static_cast<int>(n), s);
-    } else {
-      LaunchDependent(finish, n, S::kThreads, S::kShared, a.stream, a, row0, s);
+    if constexpr (KB > kWarpFinishMax) {
+      LaunchDependent(QmsFinishKernel<KB>, n, S::kThreads, S::kShared, a.stream, a, row0, s);
     }
     const int64_t grid = std::min<int64_t>(n, static_cast<int64_t>(sms) * (KB >= 1024 ? 2 : 3));
     LaunchDependent(list, grid, T, C::kShared, a.stream, a,
