@@ -426,8 +426,10 @@ struct QmsSplitScratch {
 // Pivots of rows row0 .. row0 + rows - 1 (all of one length, long enough to sample), one warp
 // per row (8 rows a block): the warp loads the same 32 runs of 64 words as LoadSample and
 // selects alone, without block barriers. Also clears the filter's counters (QmsSplitScratch:
-// count[rows], done[rows], fail_count, ticket, contiguous). (A block
-// per row measured slower: the pivots are a chain of latencies, and warps hide more of them.)
+// count[rows], done[rows], fail_count, ticket, contiguous). (A block per row measured slower:
+// the pivots are a chain of latencies, and warps hide more of them. So did computing the pivots
+// beside the filter, the filter starting on rows whose pivot was ready: the pivot kernel then
+// held registers the filter needs to keep its loads in flight.)
 template <int kRun>
 __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64_t row0,
                                                             int rows, u64* pivots, int* counters) {
