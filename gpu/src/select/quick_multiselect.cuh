@@ -250,17 +250,6 @@ __device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key,
 // rounds of a 256-bin shared histogram).
 // Returns the threshold word (key, 2^32 - 1): every word whose value is at most the pivot's
 // value passes, so ties with the pivot are kept. kSentinel when the row is too short to sample.
-constexpr int kSamplePer = 8;  // sample words per thread (T = 256)
-
-// The sample rank for k of cols, or -1 when the row is too short to sample.
-__host__ __device__ inline int SampleRank(int64_t cols, int k) {
-  constexpr int kSample = kSamplePer * 256;
-  const double lambda = static_cast<double>(k) * kSample / static_cast<double>(cols);
-  const int rank = static_cast<int>(lambda + 4.0 * sqrt(lambda) + 4.0);
-  if (cols < kSample || cols < 8 * static_cast<int64_t>(k) || rank >= kSample / 2) return -1;
-  return rank;
-}
-
 // This thread's kSamplePer sample keys of a row of `cols` columns at rp.
 template <int T>
 __device__ void LoadSample(const float* rp, int64_t cols, unsigned (&key)[kSamplePer]) {
@@ -406,7 +395,7 @@ __global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3)
 template <int KB>
 struct QmsSplitConfig {
   static constexpr int kThreads = 256;
-  static constexpr int kCap = 4 * KB > 2048 ? 4 * KB : 2048;  // survivors kept per row
+  static constexpr int kCap = QmsSurvivorCap(KB);  // survivors kept per row
   static constexpr int kShared = (kCap + KB) * 8;
 };
 constexpr int kFilterVec = 8;  // float4 per lane and piece: pieces of 1024 columns, one per warp
@@ -690,17 +679,11 @@ __global__ void __launch_bounds__(QmsSplitConfig<KB>::kThreads)
   WriteRow<T>(a, row, out);
 }
 
-// Whether the row-parallel path suits the shape: rows long enough to sample, and a sampled pivot
-// expected to leave at most half the survivor list (the expected survivors are the pivot's sample
-// rank times cols / 2048).
+// Whether the row-parallel path suits the shape (QmsRowParallelFits) and the launch.
 template <int KB>
 bool QmsSplitSuits(const SelectArgs& a) {
-  const int rank = SampleRank(a.cols, a.k);
-  if (a.segments != 1 || rank < 0) return false;
-  return static_cast<double>(rank) * static_cast<double>(a.cols) / (kSamplePer * 256) <=
-         QmsSplitConfig<KB>::kCap / 2;
+  return a.segments == 1 && a.rows >= 2 && QmsRowParallelFits(a.cols, a.k);
 }
-
 
 // Block shape per bucket (one warp per row for small k measured slower: bench/results).
 template <int KB>
@@ -770,7 +753,7 @@ void LaunchQuickMultiSelect(const SelectArgs& a) {
   using C = QmsConfig<KB, T, U, D>;
   auto kernel = QuickMultiSelectKernel<KB, T, U, D>;
   PrepareSharedMemory(kernel, C::kShared, a);
-  if (QmsSplitSuits<KB>(a) && a.rows >= 2) {
+  if (QmsSplitSuits<KB>(a)) {
     LaunchQmsRowParallel<KB>(a);
   } else {
     LaunchPerRow(kernel, T, C::kShared, a);

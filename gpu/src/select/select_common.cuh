@@ -12,6 +12,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "cuda_check.cuh"
@@ -314,6 +315,33 @@ void LaunchDependent(void (*kernel)(KArgs...), int64_t grid, int threads, std::s
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   FM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...));
+}
+
+constexpr int kSamplePer = 8;  // sample words per thread (T = 256)
+
+// The sample rank for k of cols, or -1 when the row is too short to sample.
+__host__ __device__ inline int SampleRank(int64_t cols, int k) {
+  constexpr int kSample = kSamplePer * 256;
+  const double lambda = static_cast<double>(k) * kSample / static_cast<double>(cols);
+  const int rank = static_cast<int>(lambda + 4.0 * sqrt(lambda) + 4.0);
+  if (cols < kSample || cols < 8 * static_cast<int64_t>(k) || rank >= kSample / 2) return -1;
+  return rank;
+}
+
+// Survivors the row-parallel quick multi-select keeps per row for bucket KB.
+constexpr int QmsSurvivorCap(int kb) { return kb <= 256 ? 2048 : 4 * kb > 4096 ? 4 * kb : 4096; }
+
+// Whether rows of `cols` suit the row-parallel quick multi-select for k: long enough to sample,
+// and a sampled pivot expected to leave at most half the survivor list (the expected survivors
+// are the pivot's sample rank times cols / 2048).
+__host__ __device__ inline bool QmsRowParallelFits(int64_t cols, int64_t k) {
+  if (k > kMaxSelectBucket) return false;
+  const int rank = SampleRank(cols, static_cast<int>(k));
+  if (rank < 0) return false;
+  int kb = 32;
+  while (kb < k) kb *= 2;
+  return static_cast<double>(rank) * static_cast<double>(cols) / (kSamplePer * 256) <=
+         QmsSurvivorCap(kb) / 2;
 }
 
 // Sets the kernel's dynamic shared memory limit and checks it fits the device.

@@ -96,17 +96,18 @@ SelectAlgo ParseSelectAlgo(const std::string& name) {
 }
 
 // Thresholds from featmatch-bench select on an H100 and an H200 (bench/results/select_h100.jsonl,
-// select_h200.jsonl; tables in bench/results/select.md). The merge queue (one warp per row) is the
-// fastest for k <= 64 on every shape of both, and for k = 128 on rows of 8192; quick multi-select
-// (sampled first pivot, one block per row) for every k >= 256 and for k = 128 from N = 16384 on
-// (the two are within 5 % of each other there on the H100, quick multi-select 4-17 % ahead on the
-// H200 and on long rows). k above the largest bucket sorts whole rows.
+// select_h200.jsonl; tables in bench/results/select.md). Quick multi-select is the fastest for every
+// k >= 128 on every shape of both, and for smaller k wherever its row-parallel path applies (many
+// rows of 2048 to ~2^17 columns; at 8192 x 65536, k = 32, within 1 % of the merge queue) and on
+// rows of 2^18 columns and more (cut into pieces). The merge queue (one warp per row) keeps k <= 64
+// on the other shapes, where quick multi-select would take one block per short row. k above the
+// largest bucket sorts whole rows.
 SelectAlgo ChooseSelectAlgo(int64_t rows, int64_t cols, int64_t k) {
-  (void)rows;
   if (k > detail::kMaxSelectBucket) return SelectAlgo::kSortTruncate;
-  if (k <= 64) return SelectAlgo::kMergeQueue;
-  if (k <= 128 && cols < 16384) return SelectAlgo::kMergeQueue;
-  return SelectAlgo::kQuickMultiSelect;
+  if (k > 64) return SelectAlgo::kQuickMultiSelect;
+  if (rows >= 1024 && detail::QmsRowParallelFits(cols, k)) return SelectAlgo::kQuickMultiSelect;
+  if (cols >= (int64_t{1} << 18)) return SelectAlgo::kQuickMultiSelect;
+  return SelectAlgo::kMergeQueue;
 }
 
 void select_k(const Resources& res, const float* distances, int64_t rows, int64_t cols,
