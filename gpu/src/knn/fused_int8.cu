@@ -13,6 +13,7 @@
 #include "cuda_check.cuh"
 #include "knn/knn_common.cuh"
 #include "knn/knn_kernels.cuh"
+#include "select/select_sorted.cuh"
 
 namespace fm::gpu::detail {
 namespace {
@@ -286,6 +287,31 @@ __global__ void SelectCandidatesKernel(const uint64_t* __restrict__ keys,
     atomicAdd(reinterpret_cast<unsigned long long*>(total), static_cast<unsigned long long>(tot));
   }
   const int cnt = tot < max_keys ? tot : max_keys;
+  if (k <= kMaxSelectBucket && blockDim.x == 256) {
+    // The k smallest by a radix select, then only they are sorted (into the words after the
+    // candidates).
+    __shared__ QmsShared qs;
+    const u64* cand = reinterpret_cast<const u64*>(skeys);
+    u64* sel = reinterpret_cast<u64*>(skeys + max_keys);
+    const int kk = static_cast<int>(k);
+    if (k <= 32) BlockSelectSorted<32>(cand, cnt, kk, qs, sel);
+    else if (k <= 64) BlockSelectSorted<64>(cand, cnt, kk, qs, sel);
+    else if (k <= 128) BlockSelectSorted<128>(cand, cnt, kk, qs, sel);
+    else if (k <= 256) BlockSelectSorted<256>(cand, cnt, kk, qs, sel);
+    else if (k <= 512) BlockSelectSorted<512>(cand, cnt, kk, qs, sel);
+    else if (k <= 1024) BlockSelectSorted<1024>(cand, cnt, kk, qs, sel);
+    else BlockSelectSorted<2048>(cand, cnt, kk, qs, sel);
+    for (int64_t j = threadIdx.x; j < k; j += blockDim.x) {
+      if (j < cnt) {
+        out_vals[q * k + j] = FromOrderedBits(static_cast<uint32_t>(sel[j] >> 32));
+        out_idx[q * k + j] = static_cast<int64_t>(sel[j] & 0xffffffffu);
+      } else {
+        out_vals[q * k + j] = INFINITY;
+        out_idx[q * k + j] = -1;
+      }
+    }
+    return;
+  }
   int n2 = 2;
   while (n2 < cnt) n2 <<= 1;
   for (int i = cnt + threadIdx.x; i < n2; i += blockDim.x) skeys[i] = ~0ull;
@@ -382,19 +408,14 @@ __device__ __forceinline__ void WarpSortSelect(const uint64_t* skeys, int cnt, i
   }
 }
 
-// One warp per query (up to 32 * KPL candidates): slice counts prefix-summed across the warp,
-// each slice copied by the whole warp into shared memory, then sorted in registers.
-template <int KPL>
-__global__ void __launch_bounds__(128)
-    SelectCandidatesWarpKernel(const uint64_t* __restrict__ keys,
-                               const int32_t* __restrict__ counts, int64_t nq, int ysplit,
-                               int per, int max_keys, int64_t k, float* __restrict__ out_vals,
-                               int64_t* __restrict__ out_idx, int32_t* flags, int64_t* total) {
-  extern __shared__ uint64_t wkeys[];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t q = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + warp;
-  if (q >= nq) return;
-  uint64_t* skeys = wkeys + static_cast<int64_t>(warp) * max_keys;
+// Copies query q's candidates from its ysplit slices into skeys (this warp's shared memory, at
+// most max_keys): slice counts prefix-summed across the warp, each slice copied by the whole warp.
+// Flags overflows, adds the count to *total; returns the number copied.
+__device__ __forceinline__ int GatherSlices(const uint64_t* __restrict__ keys,
+                                            const int32_t* __restrict__ counts, int64_t q,
+                                            int ysplit, int per, int max_keys, uint64_t* skeys,
+                                            int32_t* flags, int64_t* total) {
+  const int lane = threadIdx.x & 31;
   int base = 0;
   bool over = false;
   for (int s0 = 0; s0 < ysplit; s0 += 32) {
@@ -425,13 +446,62 @@ __global__ void __launch_bounds__(128)
     if (over) atomicExch(flags, 1);
     atomicAdd(reinterpret_cast<unsigned long long*>(total), static_cast<unsigned long long>(base));
   }
-  const int cnt = base < max_keys ? base : max_keys;
+  return base < max_keys ? base : max_keys;
+}
+
+// One warp per query (up to 32 * KPL candidates), every candidate sorted in registers.
+template <int KPL>
+__global__ void __launch_bounds__(128)
+    SelectCandidatesWarpKernel(const uint64_t* __restrict__ keys,
+                               const int32_t* __restrict__ counts, int64_t nq, int ysplit,
+                               int per, int max_keys, int64_t k, float* __restrict__ out_vals,
+                               int64_t* __restrict__ out_idx, int32_t* flags, int64_t* total) {
+  extern __shared__ uint64_t wkeys[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t q = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + warp;
+  if (q >= nq) return;
+  uint64_t* skeys = wkeys + static_cast<int64_t>(warp) * max_keys;
+  const int cnt = GatherSlices(keys, counts, q, ysplit, per, max_keys, skeys, flags, total);
   float* ov = out_vals + q * k;
   int64_t* oi = out_idx + q * k;
   if (KPL > 4 && cnt <= 128) WarpSortSelect<4>(skeys, cnt, k, lane, ov, oi);
   else if (KPL > 8 && cnt <= 256) WarpSortSelect<(KPL > 8 ? 8 : 4)>(skeys, cnt, k, lane, ov, oi);
   else if (KPL > 16 && cnt <= 512) WarpSortSelect<(KPL > 16 ? 16 : 4)>(skeys, cnt, k, lane, ov, oi);
   else WarpSortSelect<KPL>(skeys, cnt, k, lane, ov, oi);
+}
+
+// One warp per query, k <= KB <= 256: the k smallest candidates by a radix select, then only
+// they are sorted (WarpSelectSorted). Shared memory per warp: max_keys candidates, KB selected
+// words, the selection's state.
+template <int KB>
+__global__ void __launch_bounds__(128)
+    SelectCandidatesRadixKernel(const uint64_t* __restrict__ keys,
+                                const int32_t* __restrict__ counts, int64_t nq, int ysplit,
+                                int per, int max_keys, int64_t k, float* __restrict__ out_vals,
+                                int64_t* __restrict__ out_idx, int32_t* flags, int64_t* total) {
+  extern __shared__ uint64_t wkeys[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const int64_t q = static_cast<int64_t>(blockIdx.x) * nwarps + warp;
+  if (q >= nq) return;
+  uint64_t* skeys = wkeys + static_cast<int64_t>(warp) * max_keys;
+  u64* sel = reinterpret_cast<u64*>(wkeys + static_cast<int64_t>(nwarps) * max_keys) + warp * KB;
+  QmsShared& qs =
+      reinterpret_cast<QmsShared*>(wkeys + static_cast<int64_t>(nwarps) * (max_keys + KB))[warp];
+  const int cnt = GatherSlices(keys, counts, q, ysplit, per, max_keys, skeys, flags, total);
+  __syncwarp();
+  WarpSelectSorted<KB>(cnt, static_cast<int>(k), [&](int i) { return static_cast<u64>(skeys[i]); },
+                       qs, sel);
+  float* ov = out_vals + q * k;
+  int64_t* oi = out_idx + q * k;
+  for (int j = lane; j < k; j += 32) {
+    if (j < cnt) {
+      ov[j] = FromOrderedBits(static_cast<uint32_t>(sel[j] >> 32));
+      oi[j] = static_cast<int64_t>(sel[j] & 0xffffffffu);
+    } else {
+      ov[j] = INFINITY;
+      oi[j] = -1;
+    }
+  }
 }
 
 constexpr int64_t kMaxKeys = 16384;
@@ -556,6 +626,23 @@ void LaunchSelectCandidates(const uint64_t* keys, const int32_t* counts, int64_t
   if (plan.max_keys <= 1024) {
     constexpr int kWarps = 4;
     const int64_t blocks = (nq + kWarps - 1) / kWarps;
+    if (k <= 256) {
+#define FM_SELECT_RADIX(KB)                                                                    \
+  SelectCandidatesRadixKernel<KB><<<static_cast<unsigned>(blocks), kWarps * 32,                  \
+                                    kWarps * ((plan.max_keys + KB) * sizeof(uint64_t) +          \
+                                              sizeof(QmsShared)),                               \
+                                    stream>>>(keys, counts, nq, static_cast<int>(plan.ysplit),  \
+                                              static_cast<int>(plan.per),                        \
+                                              static_cast<int>(plan.max_keys), k, out_vals,      \
+                                              out_idx, flags, total)
+      if (k <= 32) FM_SELECT_RADIX(32);
+      else if (k <= 64) FM_SELECT_RADIX(64);
+      else if (k <= 128) FM_SELECT_RADIX(128);
+      else FM_SELECT_RADIX(256);
+#undef FM_SELECT_RADIX
+      FM_CUDA_CHECK_LAUNCH();
+      return;
+    }
     const std::size_t smem = static_cast<std::size_t>(kWarps) * plan.max_keys * sizeof(uint64_t);
 #define FM_SELECT_WARP(KPL)                                                                  \
   SelectCandidatesWarpKernel<KPL><<<static_cast<unsigned>(blocks), kWarps * 32, smem, stream>>>( \
@@ -573,14 +660,17 @@ void LaunchSelectCandidates(const uint64_t* keys, const int32_t* counts, int64_t
   if (!attr_set) {
     FM_CUDA_CHECK(cudaFuncSetAttribute(SelectCandidatesKernel,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(kMaxKeys * sizeof(uint64_t))));
+                                       static_cast<int>((kMaxKeys + kMaxSelectBucket) *
+                                                        sizeof(uint64_t))));
     attr_set = true;
   }
-  const int block = plan.max_keys >= 4096 ? 512 : 256;
+  // 256 threads select the k smallest (k up to kMaxSelectBucket); larger k sort every candidate.
+  const int block = k <= kMaxSelectBucket ? 256 : plan.max_keys >= 4096 ? 512 : 256;
+  const std::size_t smem =
+      (plan.max_keys + (k <= kMaxSelectBucket ? kMaxSelectBucket : 0)) * sizeof(uint64_t);
   for (int64_t q0 = 0; q0 < nq; q0 += (1LL << 30)) {
     const int64_t qn = nq - q0 < (1LL << 30) ? nq - q0 : (1LL << 30);
-    SelectCandidatesKernel<<<static_cast<unsigned>(qn), block,
-                             plan.max_keys * sizeof(uint64_t), stream>>>(
+    SelectCandidatesKernel<<<static_cast<unsigned>(qn), block, smem, stream>>>(
         keys + q0 * plan.ysplit * plan.per, counts + q0 * plan.ysplit,
         static_cast<int>(plan.ysplit), static_cast<int>(plan.per),
         static_cast<int>(plan.max_keys), k, out_vals + q0 * k, out_idx + q0 * k, flags, total);

@@ -19,6 +19,7 @@
 
 #include "select/select_common.cuh"
 #include "select/select_launch.cuh"
+#include "select/select_sorted.cuh"
 #include "select/select_stream.cuh"
 
 #include <algorithm>
@@ -37,16 +38,6 @@ struct QmsConfig {
   static constexpr int kCap = kFlushAt + kChunk;
   static constexpr int kPerThread = (kCap + T - 1) / T;
   static constexpr int kShared = kCap * 8 + D * kChunk * 4;
-};
-
-struct QmsShared {
-  unsigned hist[256];
-  int sel_bin, sel_rank;
-  int less[2];
-  int warp_left[32];
-  int warp_right[32];
-  u64 pivot;
-  u64 warp_max[32];
 };
 
 // Leaves the k smallest of buf[0, n) in buf[0, k) (any order) and returns the largest of them.
@@ -144,99 +135,6 @@ __device__ __noinline__ u64 QuickCompact(u64* buf, int n, int k, QmsShared& qs) 
   for (int w = 0; w < T / 32; ++w) mx = MaxU64(mx, qs.warp_max[w]);
   __syncthreads();  // warp_max may be rewritten by the next call
   return mx;
-}
-
-// The key of rank r (0 = smallest) among the 32-bit keys the block's T threads present:
-// each_key(f) calls f(key) for every key of the calling thread. A radix select over a 256-bin
-// shared histogram, one byte per round, starting at the highest bit where the keys differ (the
-// keys' minimum and maximum come first: values of one magnitude share their leading bits, which
-// would all fall in one bin). After max_rounds rounds the bits not yet resolved are set, giving
-// an upper bound of the rank-r key instead (exact with max_rounds = 4). All threads must call it.
-// T = 32: one warp selects alone (qs is the warp's own; __syncwarp instead of block barriers).
-template <int T, typename EachKey>
-__device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key,
-                                     int max_rounds = 4) {
-  static_assert(T == 256 || T == 32, "a block of 256 or one warp");
-  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  const int tid = T == 32 ? lane : static_cast<int>(threadIdx.x);
-  auto sync = [] {
-    if constexpr (T == 32) {
-      __syncwarp();
-    } else {
-      __syncthreads();
-    }
-  };
-  unsigned mn = 0xffffffffu, mx = 0;
-  each_key([&](unsigned key) {
-    mn = min(mn, key);
-    mx = max(mx, key);
-  });
-  for (int o = 16; o > 0; o >>= 1) {
-    mn = min(mn, __shfl_xor_sync(kFullMask, mn, o));
-    mx = max(mx, __shfl_xor_sync(kFullMask, mx, o));
-  }
-  if constexpr (T > 32) {
-    if (lane == 0) {
-      qs.warp_left[warp] = static_cast<int>(mn);
-      qs.warp_right[warp] = static_cast<int>(mx);
-    }
-    __syncthreads();
-    mn = 0xffffffffu;
-    mx = 0;
-    for (int w = 0; w < T / 32; ++w) {
-      mn = min(mn, static_cast<unsigned>(qs.warp_left[w]));
-      mx = max(mx, static_cast<unsigned>(qs.warp_right[w]));
-    }
-  }
-  if (mn == mx) {  // one key value (or none): it is every rank's key
-    sync();
-    return mn;
-  }
-  const int top = 31 - __clz(mn ^ mx);  // highest differing bit
-  unsigned mask = top == 31 ? 0u : ~((2u << top) - 1u);
-  unsigned prefix = mn & mask;
-  int shift = top - 7;
-  for (int round = 0; round < max_rounds && mask != 0xffffffffu; ++round) {
-    if (shift < 0) shift = 0;  // the last byte; its bits above `top` are fixed already
-    for (int i = tid; i < 256; i += T) qs.hist[i] = 0;
-    sync();
-    each_key([&](unsigned key) {
-      if ((key & mask) == prefix) atomicAdd(&qs.hist[(key >> shift) & 255u], 1u);
-    });
-    sync();
-    if (tid < 32) {
-      unsigned c[8], sum = 0;
-#pragma unroll
-      for (int b = 0; b < 8; ++b) {
-        c[b] = qs.hist[lane * 8 + b];
-        sum += c[b];
-      }
-      unsigned incl = sum;
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const unsigned t = __shfl_up_sync(kFullMask, incl, o);
-        if (lane >= o) incl += t;
-      }
-      unsigned acc = incl - sum;
-      if (acc <= static_cast<unsigned>(r) && static_cast<unsigned>(r) < incl) {
-#pragma unroll
-        for (int b = 0; b < 8; ++b) {
-          if (static_cast<unsigned>(r) >= acc && static_cast<unsigned>(r) < acc + c[b]) {
-            qs.sel_bin = lane * 8 + b;
-            qs.sel_rank = r - static_cast<int>(acc);
-          }
-          acc += c[b];
-        }
-      }
-    }
-    sync();
-    prefix |= static_cast<unsigned>(qs.sel_bin) << shift;
-    mask |= 255u << shift;
-    r = qs.sel_rank;
-    shift -= 8;
-  }
-  sync();  // hist, sel_* and the warp slots are reused
-  return prefix | ~mask;
 }
 
 // The first partition's pivot, chosen from a sample of the row as in Floyd and Rivest's
@@ -475,51 +373,11 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row, int n, const u64
                               QmsShared& qs, u64* out, const QmsSplitScratch& s) {
   static_assert(KB >= 32 && KB <= kWarpFinishMax, "warp finish bucket");
   const int lane = threadIdx.x & 31;
-  const int k = a.k;
-  if (n < k || n > s.cap) {
+  if (n < a.k || n > s.cap) {
     if (lane == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row;
     return;
   }
-  if (n <= KB) {
-    for (int i = lane; i < KB; i += 32) out[i] = i < n ? __ldcg(src + i) : kSentinel;
-  } else {
-    const unsigned kth = BlockRadixSelect<32>(k - 1, qs, [&](auto&& f) {
-      for (int i = lane; i < n; i += 32) f(static_cast<unsigned>(__ldcg(src + i) >> 32));
-    });
-    // Gathers the words up to (kth, col_max) into out (or only counts those under kth).
-    const unsigned lt = LaneMaskLt();
-    auto gather = [&](unsigned col_max, bool count_below) {
-      int m = 0;
-      for (int i0 = 0; i0 < n; i0 += 32) {
-        const int i = i0 + lane;
-        const u64 w = i < n ? __ldcg(src + i) : kSentinel;
-        const unsigned key = static_cast<unsigned>(w >> 32);
-        const bool take = i < n && (count_below ? key < kth
-                                                : key < kth || (key == kth &&
-                                                                static_cast<unsigned>(w) <= col_max));
-        const unsigned b = __ballot_sync(kFullMask, take);
-        const int pos = m + __popc(b & lt);
-        if (!count_below && take && pos < KB) out[pos] = w;
-        m += __popc(b);
-      }
-      return m;
-    };
-    int m = gather(0xffffffffu, false);
-    if (m > KB) {
-      // The k-th value is tied past the bucket: of the words holding it, the lowest columns.
-      const int below = gather(0, true);
-      const unsigned col_max = BlockRadixSelect<32>(k - 1 - below, qs, [&](auto&& f) {
-        for (int i = lane; i < n; i += 32) {
-          const u64 w = __ldcg(src + i);
-          if (static_cast<unsigned>(w >> 32) == kth) f(static_cast<unsigned>(w));
-        }
-      });
-      m = gather(col_max, false);
-    }
-    for (int i = m + lane; i < KB; i += 32) out[i] = kSentinel;
-  }
-  __syncwarp();
-  BlockSortWords<32, KB / 32>(out, lane);
+  WarpSelectSorted<KB>(n, a.k, [&](int i) { return __ldcg(src + i); }, qs, out);
   WriteRow<32>(a, row, out, lane);
 }
 
@@ -631,52 +489,10 @@ __global__ void __launch_bounds__(QmsSplitConfig<KB>::kThreads)
     return;
   }
   const u64* src = s.survivors + static_cast<int64_t>(blockIdx.x) * C::kCap;
-  u64* out = buf + C::kCap;
-  if (n <= KB) {
-    for (int i = threadIdx.x; i < KB; i += T) out[i] = i < n ? src[i] : kSentinel;
-  } else {
-    for (int i = threadIdx.x; i < n; i += T) buf[i] = src[i];
-    const unsigned kth = BlockRadixSelect<T>(k - 1, qs, [&](auto&& f) {
-      for (int i = threadIdx.x; i < n; i += T) f(static_cast<unsigned>(buf[i] >> 32));
-    });
-    // Gathers the words up to (kth, col_max) into out (or only counts those under kth).
-    const unsigned lt = LaneMaskLt();
-    auto gather = [&](unsigned col_max, bool count_below) {
-      if (threadIdx.x == 0) qs.less[0] = 0;
-      __syncthreads();
-      for (int i0 = 0; i0 < n; i0 += T) {
-        const int i = i0 + threadIdx.x;
-        const u64 w = i < n ? buf[i] : kSentinel;
-        const unsigned key = static_cast<unsigned>(w >> 32);
-        const bool take = i < n && (count_below ? key < kth
-                                                : key < kth || (key == kth &&
-                                                                static_cast<unsigned>(w) <= col_max));
-        const unsigned b = __ballot_sync(kFullMask, take);
-        int first = 0;
-        if ((threadIdx.x & 31) == 0 && b) first = atomicAdd(&qs.less[0], __popc(b));
-        const int pos = __shfl_sync(kFullMask, first, 0) + __popc(b & lt);
-        if (!count_below && take && pos < KB) out[pos] = w;
-      }
-      __syncthreads();
-      const int m = qs.less[0];
-      __syncthreads();
-      return m;
-    };
-    int m = gather(0xffffffffu, false);
-    if (m > KB) {
-      // The k-th value is tied past the bucket: of the words holding it, the lowest columns.
-      const int below = gather(0, true);
-      const unsigned col_max = BlockRadixSelect<T>(k - 1 - below, qs, [&](auto&& f) {
-        for (int i = threadIdx.x; i < n; i += T)
-          if (static_cast<unsigned>(buf[i] >> 32) == kth) f(static_cast<unsigned>(buf[i]));
-      });
-      m = gather(col_max, false);
-    }
-    for (int i = m + threadIdx.x; i < KB; i += T) out[i] = kSentinel;
-  }
+  for (int i = threadIdx.x; i < n; i += T) buf[i] = src[i];
   __syncthreads();
-  BlockSortWords<T, KB / T>(out);
-  WriteRow<T>(a, row, out);
+  BlockSelectSorted<KB>(buf, n, k, qs, buf + C::kCap);
+  WriteRow<T>(a, row, buf + C::kCap);
 }
 
 // Whether the row-parallel path suits the shape (QmsRowParallelFits) and the launch.
