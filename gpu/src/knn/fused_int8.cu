@@ -252,6 +252,21 @@ __global__ void __launch_bounds__(kThreads, 2)
   if (tid < kBlockRows && q0 + tid < nq) counts[(q0 + tid) * ysplit + blockIdx.y] = cnt_s[tid];
 }
 
+// Writes the k selected words sel[0, k) (sorted; cnt of them real) as distances and indices,
+// thread tid of nthreads; slots past cnt get +inf / -1.
+__device__ __forceinline__ void StoreSelected(const u64* sel, int cnt, int64_t k, float* ov,
+                                              int64_t* oi, int tid, int nthreads) {
+  for (int64_t j = tid; j < k; j += nthreads) {
+    if (j < cnt) {
+      ov[j] = FromOrderedBits(static_cast<uint32_t>(sel[j] >> 32));
+      oi[j] = static_cast<int64_t>(sel[j] & 0xffffffffu);
+    } else {
+      ov[j] = INFINITY;
+      oi[j] = -1;
+    }
+  }
+}
+
 // One block per query: its candidates from the ysplit slices (placed in any order through a
 // shared counter) padded to a power of two with the largest key, bitonic-sorted in shared
 // memory, the first k written out. Sets flags[0] when a slice or the block overflowed.
@@ -301,15 +316,7 @@ __global__ void SelectCandidatesKernel(const uint64_t* __restrict__ keys,
     else if (k <= 512) BlockSelectSorted<512>(cand, cnt, kk, qs, sel);
     else if (k <= 1024) BlockSelectSorted<1024>(cand, cnt, kk, qs, sel);
     else BlockSelectSorted<2048>(cand, cnt, kk, qs, sel);
-    for (int64_t j = threadIdx.x; j < k; j += blockDim.x) {
-      if (j < cnt) {
-        out_vals[q * k + j] = FromOrderedBits(static_cast<uint32_t>(sel[j] >> 32));
-        out_idx[q * k + j] = static_cast<int64_t>(sel[j] & 0xffffffffu);
-      } else {
-        out_vals[q * k + j] = INFINITY;
-        out_idx[q * k + j] = -1;
-      }
-    }
+    StoreSelected(sel, cnt, k, out_vals + q * k, out_idx + q * k, threadIdx.x, blockDim.x);
     return;
   }
   int n2 = 2;
@@ -491,17 +498,7 @@ __global__ void __launch_bounds__(128)
   __syncwarp();
   WarpSelectSorted<KB>(cnt, static_cast<int>(k), [&](int i) { return static_cast<u64>(skeys[i]); },
                        qs, sel);
-  float* ov = out_vals + q * k;
-  int64_t* oi = out_idx + q * k;
-  for (int j = lane; j < k; j += 32) {
-    if (j < cnt) {
-      ov[j] = FromOrderedBits(static_cast<uint32_t>(sel[j] >> 32));
-      oi[j] = static_cast<int64_t>(sel[j] & 0xffffffffu);
-    } else {
-      ov[j] = INFINITY;
-      oi[j] = -1;
-    }
-  }
+  StoreSelected(sel, cnt, k, out_vals + q * k, out_idx + q * k, lane, 32);
 }
 
 constexpr int64_t kMaxKeys = 16384;
