@@ -8,23 +8,25 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "fm/matcher/backend.h"
+#include "../matcher/test_images.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kData = "/usr/share/doc/opencv-doc/examples/data";
+const std::string kData = fm::test::SampleDir();
 
 struct RunResult {
   int code = -1;
   std::string out;
 };
 
-// Runs the CLI with a shell command line, capturing stdout and stderr.
-RunResult Cli(const std::string& args) {
+// Runs the CLI with a shell command line (after `env`, variable assignments for the child),
+// capturing stdout and stderr.
+RunResult Cli(const std::string& args, const std::string& env = "") {
   RunResult r;
-  const std::string cmd = std::string(FM_CLI_PATH) + " " + args + " 2>&1";
+  const std::string cmd =
+      (env.empty() ? "" : "env " + env + " ") + std::string(FM_CLI_PATH) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf;
@@ -38,7 +40,7 @@ RunResult Cli(const std::string& args) {
 class Cli_ : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kData + "/box.png")) GTEST_SKIP() << "OpenCV sample data not installed";
+    if (!fm::test::HaveSamples()) GTEST_SKIP() << "OpenCV sample data not installed";
     dir_ = fs::temp_directory_path() /
            ("fm_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
@@ -133,8 +135,9 @@ TEST_F(Cli_, UniformImageGivesAnEmptyResultNotAnError) {
 }
 
 TEST_F(Cli_, GpuRequestedWithoutGpu) {
-  if (fm::matcher::GpuAvailable()) GTEST_SKIP() << "a GPU is present";
-  auto r = Cli("match " + kData + "/box.png " + kData + "/box_in_scene.png --backend gpu");
+  // The child sees no GPU on any machine: an invalid first index hides every device.
+  auto r = Cli("match " + kData + "/box.png " + kData + "/box_in_scene.png --backend gpu",
+               "CUDA_VISIBLE_DEVICES=-1");
   EXPECT_EQ(r.code, 4) << r.out;
   EXPECT_NE(r.out.find("GPU"), std::string::npos) << r.out;
 }

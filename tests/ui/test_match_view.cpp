@@ -407,15 +407,31 @@ TEST_F(MatchViewTest, SettingsAndRecentFilesPersist) {
   EXPECT_TRUE(recent.contains(QString::fromStdString(b_)));
 }
 
+bool NoGpu(std::string*) { return false; }
+bool SomeGpu(std::string* name) {
+  if (name) *name = "Test GPU";
+  return true;
+}
+
 TEST(OptionsPanelTest, SavedGpuChoiceFallsBackToAutoWithoutAGpu) {
   App();
-  if (matcher::GpuAvailable()) GTEST_SKIP() << "a GPU is present: the saved choice stays";
   QSettings settings;
   settings.setValue("options/backend", "gpu");
-  ui::OptionsPanel panel;
+  ui::OptionsPanel panel(nullptr, &NoGpu);
   panel.Load(settings);
   EXPECT_EQ(panel.backendBox()->currentText(), "auto");
   EXPECT_EQ(panel.backend().kind, matcher::BackendKind::kAuto);
+  settings.remove("options/backend");
+}
+
+TEST(OptionsPanelTest, SavedGpuChoiceStaysWithAGpu) {
+  App();
+  QSettings settings;
+  settings.setValue("options/backend", "gpu");
+  ui::OptionsPanel panel(nullptr, &SomeGpu);
+  panel.Load(settings);
+  EXPECT_EQ(panel.backendBox()->currentText(), "gpu");
+  EXPECT_EQ(panel.backend().kind, matcher::BackendKind::kGpu);
   settings.remove("options/backend");
 }
 

@@ -65,7 +65,7 @@ void SetCombo(QComboBox* c, const QString& text) {
 
 }  // namespace
 
-OptionsPanel::OptionsPanel(QWidget* parent) : QWidget(parent) {
+OptionsPanel::OptionsPanel(QWidget* parent, GpuProbe gpu_probe) : QWidget(parent) {
   setObjectName("fm_options_panel");
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
@@ -146,7 +146,7 @@ OptionsPanel::OptionsPanel(QWidget* parent) : QWidget(parent) {
   gpu_label_->setObjectName("gpu_name");
   gpu_label_->setWordWrap(true);
   std::string gpu_name;
-  if (matcher::GpuAvailable(&gpu_name)) {
+  if (gpu_probe(&gpu_name)) {
     gpu_label_->setText(tr("GPU: %1").arg(QString::fromStdString(gpu_name)));
   } else {
     gpu_label_->setText(tr("No GPU available: matching runs on the CPU"));

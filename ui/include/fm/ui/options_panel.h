@@ -4,6 +4,7 @@
 #pragma once
 
 #include <QString>
+#include <string>
 #include <QWidget>
 
 #include "fm/matcher/backend.h"
@@ -23,7 +24,10 @@ class OptionsPanel : public QWidget {
   Q_OBJECT
 
  public:
-  explicit OptionsPanel(QWidget* parent = nullptr);
+  // gpu_probe: whether a GPU is present (and its name); matcher::GpuAvailable unless a caller
+  // (a test) decides.
+  using GpuProbe = bool (*)(std::string* name);
+  explicit OptionsPanel(QWidget* parent = nullptr, GpuProbe gpu_probe = &matcher::GpuAvailable);
 
   matcher::SiftOptions sift() const;
   matcher::MatchOptions match() const;
