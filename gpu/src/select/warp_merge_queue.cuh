@@ -18,6 +18,7 @@
 #pragma once
 
 #include "select/select_common.cuh"
+#include "select/select_stream.cuh"
 
 namespace fm::gpu::detail {
 
@@ -85,28 +86,6 @@ __device__ __noinline__ u64 WarpMqFlush(u64* queue, u64* buf, int fill, int k, u
   return MinU64(t, bound);
 }
 
-// Loads the warp's chunk at column `base`: U float4 per lane, lane-interleaved (vector path) or,
-// for a misaligned row, 4 U coalesced scalars per lane; columns past the end read as NaN.
-template <int U>
-__device__ __forceinline__ void WarpLoadChunk(const float* rp, int64_t cols, int64_t base,
-                                              bool vec, int lane, float4 (&v)[U]) {
-#pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const int64_t c0 = base + static_cast<int64_t>(u * 32 + lane) * 4;
-    if (vec && c0 + 3 < cols) {
-      v[u] = __ldcs(reinterpret_cast<const float4*>(rp + c0));
-    } else {
-      float e4[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int64_t c = vec ? c0 + e : base + static_cast<int64_t>((u * 4 + e) * 32 + lane);
-        e4[e] = c < cols ? __ldcs(rp + c) : __int_as_float(0x7fffffff);
-      }
-      v[u] = make_float4(e4[0], e4[1], e4[2], e4[3]);
-    }
-  }
-}
-
 template <int KB>
 __global__ void __launch_bounds__(32 * WarpMqShape<KB>::kWarps, WarpMqShape<KB>::kMinBlocks)
     WarpMergeQueueKernel(SelectArgs a, int64_t row0) {
@@ -134,7 +113,7 @@ __global__ void __launch_bounds__(32 * WarpMqShape<KB>::kWarps, WarpMqShape<KB>:
 #pragma unroll
       for (int u = 0; u < U; ++u) v[u] = __ldcs(p4 + 32 * u);
     } else {
-      WarpLoadChunk<U>(rp, cols, base, vec, lane, v);
+      LoadChunk<32, U>(rp, cols, base, vec, v, lane);  // partial chunk or misaligned row
     }
     const unsigned cbase = static_cast<unsigned>(base);
     const int lim = cols - base < kChunk ? static_cast<int>(cols - base) : kChunk;

@@ -199,19 +199,28 @@ core::KnnResult KnnDescriptorMatcher::Search(const cv::Mat& query, int64_t k,
   return out;
 }
 
+bool KnnDescriptorMatcher::BeginMatch(cv::InputArray query_descriptors,
+                                      cv::InputArrayOfArrays masks, bool compact_result,
+                                      std::vector<std::vector<cv::DMatch>>& matches,
+                                      cv::Mat& query, std::vector<cv::Mat>& mask_vec) {
+  matches.clear();
+  train();
+  query = query_descriptors.getMat();
+  if (query.empty() || corpus_.rows() == 0) {
+    if (!compact_result) matches.resize(query.rows);
+    return false;
+  }
+  if (!masks.empty()) masks.getMatVector(mask_vec);
+  return true;
+}
+
 void KnnDescriptorMatcher::knnMatchImpl(cv::InputArray query_descriptors,
                                         std::vector<std::vector<cv::DMatch>>& matches, int k,
                                         cv::InputArrayOfArrays masks, bool compact_result) {
-  matches.clear();
   if (k <= 0) CV_Error(cv::Error::StsBadArg, "KnnDescriptorMatcher: k must be positive");
-  train();
-  const cv::Mat query = query_descriptors.getMat();
-  if (query.empty() || corpus_.rows() == 0) {
-    if (!compact_result) matches.resize(query.rows);
-    return;
-  }
+  cv::Mat query;
   std::vector<cv::Mat> mask_vec;
-  if (!masks.empty()) masks.getMatVector(mask_vec);
+  if (!BeginMatch(query_descriptors, masks, compact_result, matches, query, mask_vec)) return;
   const core::KnnResult r = Search(query, k, mask_vec);
   matches.resize(query.rows);
   for (int q = 0; q < query.rows; ++q) {
@@ -228,15 +237,9 @@ void KnnDescriptorMatcher::radiusMatchImpl(cv::InputArray query_descriptors,
                                            std::vector<std::vector<cv::DMatch>>& matches,
                                            float max_distance, cv::InputArrayOfArrays masks,
                                            bool compact_result) {
-  matches.clear();
-  train();
-  const cv::Mat query = query_descriptors.getMat();
-  if (query.empty() || corpus_.rows() == 0) {
-    if (!compact_result) matches.resize(query.rows);
-    return;
-  }
+  cv::Mat query;
   std::vector<cv::Mat> mask_vec;
-  if (!masks.empty()) masks.getMatVector(mask_vec);
+  if (!BeginMatch(query_descriptors, masks, compact_result, matches, query, mask_vec)) return;
   const int64_t n = corpus_.rows();
   // Deepen the search until every query's last neighbour lies outside the radius.
   int64_t k = std::min<int64_t>(n, 32);

@@ -43,21 +43,16 @@ class GpuKnnBackend final : public core::KnnBackend {
   core::KnnResult Search(const core::DescriptorMatrix& queries,
                          const core::DescriptorMatrix& corpus,
                          const core::KnnParams& params) override {
-    core::CheckKnnArguments(queries, corpus, params);
-    const int64_t nq = queries.rows(), k = params.k;
-    core::KnnResult r = core::KnnResult::Padded(nq, k);
-    if (nq == 0 || corpus.rows() == 0) return r;
-    if (k > gpu::Index::kMaxK) return Fallback(queries, corpus, params, "k above the GPU limit");
-    try {
-      gpu::Index& index = IndexFor(corpus, params.metric);
-      index.Reset();
-      index.Add(corpus.bytes(), corpus.rows());
-      index.Search(queries.bytes(), nq, k, r.distances.data(), r.indices.data());
-      return r;
-    } catch (const gpu::GpuOutOfMemory& e) {
-      index_.reset();
-      return Fallback(queries, corpus, params, e.what());
-    }
+    return Guarded(
+        queries, corpus, params,
+        [&](core::KnnResult& r) {
+          gpu::Index& index = IndexFor(corpus, params.metric);
+          index.Reset();
+          index.Add(corpus.bytes(), corpus.rows());
+          index.Search(queries.bytes(), queries.rows(), params.k, r.distances.data(),
+                       r.indices.data());
+        },
+        [&] { index_.reset(); });
   }
 
   void SetCorpus(const core::DescriptorMatrix& corpus) override {
@@ -75,30 +70,49 @@ class GpuKnnBackend final : public core::KnnBackend {
                                const core::KnnParams& params) override {
     if (!corpus_) throw std::logic_error("SearchCorpus called without SetCorpus");
     const core::DescriptorMatrix& corpus = *corpus_;
+    return Guarded(
+        queries, corpus, params,
+        [&](core::KnnResult& r) {
+          if (!resident_ || resident_->options().metric != ToGpu(params.metric)) {
+            resident_.reset();
+            resident_ = MakeIndex(corpus, params.metric);
+            resident_->Add(corpus.bytes(), corpus.rows());
+          }
+          resident_->Search(queries.bytes(), queries.rows(), params.k, r.distances.data(),
+                            r.indices.data());
+        },
+        [&] { resident_.reset(); });
+  }
+
+ private:
+  // What both searches share: the argument checks, empty inputs, k above the engine's limit, and
+  // an out-of-memory GPU search (drop_index frees the index that ran out) going to Fallback.
+  // search(r) runs the GPU search into the padded result r.
+  template <typename SearchFn, typename DropFn>
+  core::KnnResult Guarded(const core::DescriptorMatrix& queries,
+                          const core::DescriptorMatrix& corpus, const core::KnnParams& params,
+                          SearchFn&& search, DropFn&& drop_index) {
     core::CheckKnnArguments(queries, corpus, params);
-    const int64_t nq = queries.rows(), k = params.k;
-    core::KnnResult r = core::KnnResult::Padded(nq, k);
-    if (nq == 0 || corpus.rows() == 0) return r;
-    if (k > gpu::Index::kMaxK) return Fallback(queries, corpus, params, "k above the GPU limit");
+    core::KnnResult r = core::KnnResult::Padded(queries.rows(), params.k);
+    if (queries.rows() == 0 || corpus.rows() == 0) return r;
+    if (params.k > gpu::Index::kMaxK)
+      return Fallback(queries, corpus, params, "k above the GPU limit");
     try {
-      if (!resident_ || resident_->options().metric != ToGpu(params.metric)) {
-        resident_.reset();
-        resident_ = MakeIndex(corpus, params.metric);
-        resident_->Add(corpus.bytes(), corpus.rows());
-      }
-      resident_->Search(queries.bytes(), nq, k, r.distances.data(), r.indices.data());
+      search(r);
       return r;
     } catch (const gpu::GpuOutOfMemory& e) {
-      resident_.reset();
+      drop_index();
       return Fallback(queries, corpus, params, e.what());
     }
   }
 
- private:
+  static gpu::ElementType TypeOf(const core::DescriptorMatrix& corpus) {
+    return corpus.type() == core::DescriptorType::kUint8 ? gpu::ElementType::kUint8
+                                                         : gpu::ElementType::kFloat32;
+  }
+
   gpu::Index& IndexFor(const core::DescriptorMatrix& corpus, core::Metric metric) {
-    const gpu::ElementType type = corpus.type() == core::DescriptorType::kUint8
-                                      ? gpu::ElementType::kUint8
-                                      : gpu::ElementType::kFloat32;
+    const gpu::ElementType type = TypeOf(corpus);
     const gpu::KnnMetric m = ToGpu(metric);
     if (index_ && index_->options().type == type && index_->dim() == corpus.dim() &&
         index_->options().metric == m)
@@ -110,9 +124,7 @@ class GpuKnnBackend final : public core::KnnBackend {
 
   std::unique_ptr<gpu::Index> MakeIndex(const core::DescriptorMatrix& corpus,
                                         core::Metric metric) const {
-    const gpu::ElementType type = corpus.type() == core::DescriptorType::kUint8
-                                      ? gpu::ElementType::kUint8
-                                      : gpu::ElementType::kFloat32;
+    const gpu::ElementType type = TypeOf(corpus);
     gpu::IndexOptions o;
     o.device = options_.device;
     o.type = type;

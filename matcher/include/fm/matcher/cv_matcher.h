@@ -54,6 +54,12 @@ class KnnDescriptorMatcher : public cv::DescriptorMatcher {
 
  private:
   core::KnnBackend& Backend() const;
+  // The start of every match call: clears `matches`, trains, takes the query and the masks.
+  // False when there is nothing to search (matches then holds one empty list per query unless
+  // compact_result).
+  bool BeginMatch(cv::InputArray query_descriptors, cv::InputArrayOfArrays masks,
+                  bool compact_result, std::vector<std::vector<cv::DMatch>>& matches,
+                  cv::Mat& query, std::vector<cv::Mat>& mask_vec);
   // Sorted (distance, global train index) lists, k per query, masks applied.
   core::KnnResult Search(const cv::Mat& query, int64_t k, const std::vector<cv::Mat>& masks);
   cv::DMatch ToMatch(int query_idx, int64_t global, float dist) const;
