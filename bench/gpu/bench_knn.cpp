@@ -93,10 +93,10 @@ double GemmFloorMs(gpu::Resources& res, const uint8_t* dq, const uint8_t* dc, in
 
 void PrintStats(const gpu::SearchStats& st) {
   std::printf(
-      "\"path\":\"%s\",\"fused_fallback\":%s,\"candidates\":%lld,\"tile_rows\":%lld,"
+      "\"path\":\"%s\",\"score_kernel\":\"%s\",\"fused_fallback\":%s,\"candidates\":%lld,\"tile_rows\":%lld,"
       "\"tile_cols\":%lld,\"query_tiles\":%lld,\"corpus_tiles\":%lld,\"prepare_ms\":%.4f,"
       "\"score_ms\":%.4f,\"select_ms\":%.4f,\"copy_ms\":%.4f,\"stats_total_ms\":%.4f",
-      st.path.c_str(), st.fused_fallback ? "true" : "false",
+      st.path.c_str(), st.score_kernel.c_str(), st.fused_fallback ? "true" : "false",
       static_cast<long long>(st.candidates), static_cast<long long>(st.tile_rows),
       static_cast<long long>(st.tile_cols), static_cast<long long>(st.query_tiles),
       static_cast<long long>(st.corpus_tiles), st.prepare_ms, st.score_ms, st.select_ms,
@@ -112,6 +112,9 @@ int RunKnnBench(const std::vector<std::string>& args) {
   const std::string only = ArgValue(args, "--only", "");
   const std::string precision = ArgValue(args, "--precision", "exact");
   const bool fused = !HasFlag(args, "--no-fused");
+  const bool mma_sync = HasFlag(args, "--mma-sync");  // the portable fused kernel on Hopper too
+  // --check: the results must equal, bit for bit, those of the other fused kernel.
+  const bool check = HasFlag(args, "--check");
   const std::string dev = DeviceName();
   std::vector<Shape> shapes = {{8192, 65536, 32, 0.5},
                                {65536, 65536, 32, 3.0},
@@ -128,6 +131,7 @@ int RunKnnBench(const std::vector<std::string>& args) {
     gpu::IndexOptions o;
     o.precision = gpu::ParsePrecision(precision);
     o.fused = fused;
+    o.fused_wgmma = !mma_sync;
     o.collect_stats = false;
     gpu::Index index(o);
     const auto a0 = std::chrono::steady_clock::now();
@@ -154,6 +158,27 @@ int RunKnnBench(const std::vector<std::string>& args) {
     staged.Search(dq.data(), s.q, s.k, dd.data(), di.data(), so);
     staged.Search(dq.data(), s.q, s.k, dd.data(), di.data(), so);
     const gpu::SearchStats st = staged.last_stats();
+    long long mismatches = -1;  // -1: not checked
+    if (check) {
+      std::vector<float> ha(static_cast<std::size_t>(s.q * s.k)), hb(ha.size());
+      std::vector<int64_t> ia(ha.size()), ib(ha.size());
+      FM_CUDA_CHECK(cudaMemcpy(ha.data(), dd.data(), ha.size() * sizeof(float),
+                               cudaMemcpyDeviceToHost));
+      FM_CUDA_CHECK(cudaMemcpy(ia.data(), di.data(), ia.size() * sizeof(int64_t),
+                               cudaMemcpyDeviceToHost));
+      gpu::IndexOptions o3 = o;
+      o3.fused_wgmma = mma_sync;
+      gpu::Index other(o3);
+      other.AddUint8(hc.data(), s.n);
+      other.Search(dq.data(), s.q, s.k, dd.data(), di.data(), so);
+      FM_CUDA_CHECK(cudaMemcpy(hb.data(), dd.data(), hb.size() * sizeof(float),
+                               cudaMemcpyDeviceToHost));
+      FM_CUDA_CHECK(cudaMemcpy(ib.data(), di.data(), ib.size() * sizeof(int64_t),
+                               cudaMemcpyDeviceToHost));
+      mismatches = 0;
+      for (std::size_t j = 0; j < ha.size(); ++j)
+        mismatches += (ha[j] != hb[j] || ia[j] != ib[j]) ? 1 : 0;
+    }
     // The GEMM floor: cuBLASLt int8 on the same operands (values shifted or not, same speed).
     DeviceBuffer<uint8_t> dc(hc.size());
     FM_CUDA_CHECK(cudaMemcpy(dc.data(), hc.data(), hc.size(), cudaMemcpyHostToDevice));
@@ -164,10 +189,11 @@ int RunKnnBench(const std::vector<std::string>& args) {
         "\"type\":\"uint8\",\"metric\":\"l2\",\"precision\":\"%s\",\"runs\":%d,"
         "\"median_ms\":%.4f,\"min_ms\":%.4f,\"target_ms\":%.2f,\"add_ms\":%.2f,"
         "\"gemm_int8_ms\":%.4f,\"gemm_int8_tops\":%.1f,\"effective_tops\":%.1f,"
-        "\"fraction_of_gemm\":%.3f,\"run_path\":\"%s\",",
+        "\"fraction_of_gemm\":%.3f,\"run_path\":\"%s\",\"check_mismatches\":%lld,",
         dev.c_str(), static_cast<long long>(s.q), static_cast<long long>(s.n),
         static_cast<long long>(s.k), precision.c_str(), runs, med, mn, s.target_ms, add_ms,
-        gemm_ms, ops / gemm_ms * 1e-9, ops / med * 1e-9, gemm_ms / med, plain.path.c_str());
+        gemm_ms, ops / gemm_ms * 1e-9, ops / med * 1e-9, gemm_ms / med, plain.path.c_str(),
+        mismatches);
     PrintStats(st);
     std::printf("}\n");
     std::fflush(stdout);
@@ -209,7 +235,7 @@ int RunKnnBench(const std::vector<std::string>& args) {
   return 0;
 }
 
-FM_REGISTER_BENCH("knn", "GPU exact kNN engine (D=128 uint8; --runs N, --only 0123s, --precision P, --no-fused)",
+FM_REGISTER_BENCH("knn", "GPU exact kNN engine (D=128 uint8; --runs N, --only 0123s, --precision P, --no-fused, --mma-sync, --check)",
                   RunKnnBench);
 
 }  // namespace

@@ -353,6 +353,42 @@ TEST(KnnIndex, FusedPathIsTakenAndExact) {
   }
 }
 
+// Both fused scoring kernels (the Hopper wgmma one where the device has it, the portable
+// mma.sync one everywhere) against the CPU: partial query and corpus blocks, clustered rows
+// (ties), a dimension padded up to 128 bytes, k = 1 and k = 20, L2 and IP.
+TEST(KnnIndex, FusedKernelsExact) {
+  SKIP_WITHOUT_GPU();
+  const DeviceInfo info = GetDeviceInfo(0);
+  const bool hopper = info.sm_major == 9 && info.sm_minor == 0;
+  for (int32_t dim : {128, 100}) {
+    const auto corpus = RandomSift(30000 + 37, dim, 91, 400);
+    const auto queries = RandomSift(333, dim, 92, 400);
+    for (KnnMetric m : {KnnMetric::kL2Squared, KnnMetric::kInnerProduct}) {
+      for (bool wgmma : {true, false}) {
+        IndexOptions o;
+        o.dim = dim;
+        o.metric = m;
+        o.fused_wgmma = wgmma;
+        Index index(o);
+        index.AddUint8(corpus.u8(), corpus.rows());
+        for (int64_t k : {1, 20}) {
+          const GpuResult got = RunGpu(index, queries, k);
+          const SearchStats st = index.last_stats();
+          const std::string what = std::string(KnnMetricName(m)) + " dim=" +
+                                   std::to_string(dim) + " k=" + std::to_string(k) +
+                                   " kernel=" + st.score_kernel;
+          EXPECT_EQ(st.path, "fused") << what;
+          EXPECT_EQ(st.score_kernel, wgmma && hopper ? "wgmma" : "mma.sync") << what;
+          core::KnnParams kp;
+          kp.k = k;
+          kp.metric = ToCore(m);
+          ExpectExact(core::CreateCpuKnnBackend()->Search(queries, corpus, kp), got, what);
+        }
+      }
+    }
+  }
+}
+
 // ---- real SIFT descriptors (graf1 / graf3), when the feature files are present --------------
 
 TEST(KnnIndex, RealSiftExact) {

@@ -616,6 +616,24 @@ void LaunchFusedFilterInt8(const int8_t* queries, const RowStats* qstats, int64_
   }
 }
 
+namespace {
+__global__ void ColumnTermsKernel(const RowStats* __restrict__ cstats, int64_t n,
+                                  int64_t row_stride, bool l2, int32_t* __restrict__ cterms) {
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= n) return;
+  const RowStats st = cstats[r * row_stride];
+  cterms[r] = l2 ? __float2int_rn(st.x) : -128 * __float2int_rn(st.y);
+}
+}  // namespace
+
+void LaunchColumnTerms(const RowStats* cstats, int64_t n, int64_t row_stride, MetricCode metric,
+                       int32_t* cterms, cudaStream_t stream) {
+  if (n <= 0) return;
+  ColumnTermsKernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
+      cstats, n, row_stride, metric == MetricCode::kL2, cterms);
+  FM_CUDA_CHECK_LAUNCH();
+}
+
 void LaunchSelectCandidates(const uint64_t* keys, const int32_t* counts, int64_t nq,
                             const FusedPlan& plan, int64_t k, float* out_vals, int64_t* out_idx,
                             int32_t* flags, int64_t* total, cudaStream_t stream) {

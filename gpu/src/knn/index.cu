@@ -183,7 +183,7 @@ struct Index::Impl {
   DeviceBuffer<float> s_ov, s_gv, s_tile[2], s_tv[2], s_thr;
   DeviceBuffer<int64_t> s_oi, s_gi, s_ti[2], s_total;
   DeviceBuffer<uint64_t> s_keys;
-  DeviceBuffer<int32_t> s_counts, s_flags;
+  DeviceBuffer<int32_t> s_counts, s_flags, s_cterms;
   DeviceBuffer<float> s_lv, s_cv, s_thr0;     // fused: level lists, chunk lists, running k-th
   DeviceBuffer<int64_t> s_li, s_ci;
   std::vector<DeviceBuffer<uint8_t>> s_ring;
@@ -535,6 +535,11 @@ struct Index::Impl {
     flags.Resize(2);
     total.Resize(1);
     FM_CUDA_CHECK(cudaMemsetAsync(flags.data(), 0, 2 * sizeof(int32_t), ms));
+    // Hopper: the wgmma kernel for 128-byte rows; it reads the column terms as one int per row.
+    const bool use_wgmma = opt.fused_wgmma && dp == 128 && detail::FusedWgmmaAvailable(opt.device);
+    DeviceBuffer<int32_t>& cterms = s_cterms;
+    if (use_wgmma) cterms.Resize(static_cast<std::size_t>(n));
+    stats.score_kernel = use_wgmma ? "wgmma" : "mma.sync";
     for (int level = static_cast<int>(strides.size()) - 1; level >= 0; --level) {
       const int64_t st = strides[level];
       const int64_t rows = (n - 1) / st + 1;
@@ -554,10 +559,18 @@ struct Index::Impl {
       if (last) FM_CUDA_CHECK(cudaMemsetAsync(flags.data(), 0, 2 * sizeof(int32_t), ms));
       FM_CUDA_CHECK(cudaMemsetAsync(total.data(), 0, sizeof(int64_t), ms));
       t_score.Begin(ms);
-      detail::LaunchFusedFilterInt8(reinterpret_cast<const int8_t*>(qop), qst, nq,
-                                    reinterpret_cast<const int8_t*>(cop), cst, rows, st, dp,
-                                    opt.dim, metric, thr.data(),
-                                    keys.data(), counts.data(), plan, ms);
+      if (use_wgmma) {
+        detail::LaunchColumnTerms(cst, rows, st, metric, cterms.data(), ms);
+        detail::LaunchFusedFilterWgmma(reinterpret_cast<const int8_t*>(qop), qst, nq,
+                                       reinterpret_cast<const int8_t*>(cop), cterms.data(), rows,
+                                       st, opt.dim, metric, thr.data(), keys.data(),
+                                       counts.data(), plan, ms);
+      } else {
+        detail::LaunchFusedFilterInt8(reinterpret_cast<const int8_t*>(qop), qst, nq,
+                                      reinterpret_cast<const int8_t*>(cop), cst, rows, st, dp,
+                                      opt.dim, metric, thr.data(), keys.data(), counts.data(),
+                                      plan, ms);
+      }
       t_score.End(ms);
       t_select.Begin(ms);
       detail::LaunchSelectCandidates(keys.data(), counts.data(), nq, plan, k,
@@ -594,6 +607,7 @@ struct Index::Impl {
       stats.fused_fallback = true;
     }
     stats.path = host_mode ? "streamed" : "tiled";
+    stats.score_kernel = "cublas";
     SearchTiled(qop, qst, nq, k, out_v, out_i, t_score, t_select, t_copy);
   }
 

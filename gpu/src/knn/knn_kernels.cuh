@@ -79,6 +79,20 @@ void LaunchFusedFilterInt8(const int8_t* queries, const RowStats* qstats, int64_
                            const float* thresholds, uint64_t* keys, int32_t* counts,
                            const FusedPlan& plan, cudaStream_t stream);
 
+// Hopper kernel for the same job with 128-byte rows (padded_dim 128): wgmma from swizzled shared
+// memory (gpu/src/sm90a). `cterms[r]` is row r's column term (LaunchColumnTerms), contiguous.
+// FusedWgmmaAvailable: compiled in and the device is compute capability 9.0.
+bool FusedWgmmaAvailable(int device);
+void LaunchFusedFilterWgmma(const int8_t* queries, const RowStats* qstats, int64_t nq,
+                            const int8_t* corpus, const int32_t* cterms, int64_t n,
+                            int64_t row_stride, int32_t dim, MetricCode metric,
+                            const float* thresholds, uint64_t* keys, int32_t* counts,
+                            const FusedPlan& plan, cudaStream_t stream);
+// cterms[r] = the integer column term of corpus row r * row_stride (L2: its squared norm; IP:
+// -128 x its shifted sum), r < n.
+void LaunchColumnTerms(const RowStats* cstats, int64_t n, int64_t row_stride, MetricCode metric,
+                       int32_t* cterms, cudaStream_t stream);
+
 // Per query: gathers its candidates, sorts them, writes the first k (distance, index), padding
 // with (+inf, -1). flags[0] is set when any slice or query overflowed; *total gets the number
 // of candidates.

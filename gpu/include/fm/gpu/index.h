@@ -71,6 +71,9 @@ struct IndexOptions {
   // to the tiled GEMM + select path on its own when a query overflows its candidate buffer.
   bool fused = true;
   int64_t fused_candidates = 0;           // candidate slots per query; 0 = auto (testing knob)
+  // Hopper (compute capability 9.0) with 128-byte rows: score with the warpgroup-MMA kernel;
+  // false: the portable mma.sync kernel everywhere (same results).
+  bool fused_wgmma = true;
   bool collect_stats = false;             // time each stage with events (adds synchronisation)
 
   bool Check(std::string* why) const;
@@ -84,6 +87,7 @@ struct SearchOptions {
 // What the last search did, for benchmarks and for users who wonder.
 struct SearchStats {
   std::string path;           // "tiled", "streamed", "fused"
+  std::string score_kernel;   // "cublas" (GEMM + epilogue), "wgmma" or "mma.sync" (fused kernel)
   int64_t query_tiles = 0;
   int64_t corpus_tiles = 0;
   int64_t tile_rows = 0;      // query tile
