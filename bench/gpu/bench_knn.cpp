@@ -93,10 +93,11 @@ double GemmFloorMs(gpu::Resources& res, const uint8_t* dq, const uint8_t* dc, in
 
 void PrintStats(const gpu::SearchStats& st) {
   std::printf(
-      "\"path\":\"%s\",\"score_kernel\":\"%s\",\"fused_fallback\":%s,\"candidates\":%lld,\"tile_rows\":%lld,"
+      "\"path\":\"%s\",\"score_kernel\":\"%s\",\"fused_fallback\":%s,\"fused_redone\":%lld,\"candidates\":%lld,\"tile_rows\":%lld,"
       "\"tile_cols\":%lld,\"query_tiles\":%lld,\"corpus_tiles\":%lld,\"prepare_ms\":%.4f,"
       "\"score_ms\":%.4f,\"select_ms\":%.4f,\"copy_ms\":%.4f,\"stats_total_ms\":%.4f",
       st.path.c_str(), st.score_kernel.c_str(), st.fused_fallback ? "true" : "false",
+      static_cast<long long>(st.fused_redone),
       static_cast<long long>(st.candidates), static_cast<long long>(st.tile_rows),
       static_cast<long long>(st.tile_cols), static_cast<long long>(st.query_tiles),
       static_cast<long long>(st.corpus_tiles), st.prepare_ms, st.score_ms, st.select_ms,
@@ -113,8 +114,11 @@ int RunKnnBench(const std::vector<std::string>& args) {
   const std::string precision = ArgValue(args, "--precision", "exact");
   const bool fused = !HasFlag(args, "--no-fused");
   const bool mma_sync = HasFlag(args, "--mma-sync");  // the portable fused kernel on Hopper too
-  // --check: the results must equal, bit for bit, those of the other fused kernel.
+  // --check: the results must equal, bit for bit, those of the other fused kernel run under the
+  // safe bounds.
   const bool check = HasFlag(args, "--check");
+  // --tentative-rank J: the fused last level's bound (0 auto, -1 off).
+  const int64_t tent_rank = std::stoll(ArgValue(args, "--tentative-rank", "0"));
   const std::string dev = DeviceName();
   std::vector<Shape> shapes = {{8192, 65536, 32, 0.5},
                                {65536, 65536, 32, 3.0},
@@ -132,6 +136,7 @@ int RunKnnBench(const std::vector<std::string>& args) {
     o.precision = gpu::ParsePrecision(precision);
     o.fused = fused;
     o.fused_wgmma = !mma_sync;
+    o.fused_tentative_rank = tent_rank;
     o.collect_stats = false;
     gpu::Index index(o);
     const auto a0 = std::chrono::steady_clock::now();
@@ -168,6 +173,7 @@ int RunKnnBench(const std::vector<std::string>& args) {
                                cudaMemcpyDeviceToHost));
       gpu::IndexOptions o3 = o;
       o3.fused_wgmma = mma_sync;
+      o3.fused_tentative_rank = -1;  // and the safe bound at every level
       gpu::Index other(o3);
       other.AddUint8(hc.data(), s.n);
       other.Search(dq.data(), s.q, s.k, dd.data(), di.data(), so);
@@ -235,7 +241,7 @@ int RunKnnBench(const std::vector<std::string>& args) {
   return 0;
 }
 
-FM_REGISTER_BENCH("knn", "GPU exact kNN engine (D=128 uint8; --runs N, --only 0123s, --precision P, --no-fused, --mma-sync, --check)",
+FM_REGISTER_BENCH("knn", "GPU exact kNN engine (D=128 uint8; --runs N, --only 0123s, --precision P, --no-fused, --mma-sync, --check, --tentative-rank J)",
                   RunKnnBench);
 
 }  // namespace

@@ -355,7 +355,9 @@ TEST(KnnIndex, FusedPathIsTakenAndExact) {
 
 // Both fused scoring kernels (the Hopper wgmma one where the device has it, the portable
 // mma.sync one everywhere) against the CPU: partial query and corpus blocks, clustered rows
-// (ties), a dimension padded up to 128 bytes, k = 1 and k = 20, L2 and IP.
+// (ties), a dimension padded up to 128 bytes, k = 1 and k = 20, L2 and IP; the last level under
+// the automatic tentative bound and under a far too tight one (rank 1: most queries are short
+// of k rows and searched again).
 TEST(KnnIndex, FusedKernelsExact) {
   SKIP_WITHOUT_GPU();
   const DeviceInfo info = GetDeviceInfo(0);
@@ -364,11 +366,13 @@ TEST(KnnIndex, FusedKernelsExact) {
     const auto corpus = RandomSift(30000 + 37, dim, 91, 400);
     const auto queries = RandomSift(333, dim, 92, 400);
     for (KnnMetric m : {KnnMetric::kL2Squared, KnnMetric::kInnerProduct}) {
-      for (bool wgmma : {true, false}) {
+      for (int variant = 0; variant < 3; ++variant) {
+        const bool wgmma = variant != 1;
         IndexOptions o;
         o.dim = dim;
         o.metric = m;
         o.fused_wgmma = wgmma;
+        o.fused_tentative_rank = variant == 2 ? 1 : 0;
         Index index(o);
         index.AddUint8(corpus.u8(), corpus.rows());
         for (int64_t k : {1, 20}) {
@@ -376,8 +380,11 @@ TEST(KnnIndex, FusedKernelsExact) {
           const SearchStats st = index.last_stats();
           const std::string what = std::string(KnnMetricName(m)) + " dim=" +
                                    std::to_string(dim) + " k=" + std::to_string(k) +
-                                   " kernel=" + st.score_kernel;
+                                   " kernel=" + st.score_kernel + " tentative rank " +
+                                   std::to_string(o.fused_tentative_rank);
           EXPECT_EQ(st.path, "fused") << what;
+          EXPECT_FALSE(st.fused_fallback) << what;
+          if (variant == 2 && k == 20) EXPECT_GT(st.fused_redone, 0) << what;
           EXPECT_EQ(st.score_kernel, wgmma && hopper ? "wgmma" : "mma.sync") << what;
           core::KnnParams kp;
           kp.k = k;
@@ -387,6 +394,26 @@ TEST(KnnIndex, FusedKernelsExact) {
       }
     }
   }
+}
+
+// A corpus replaced by another of the same size (Reset, then Add): nothing of the first one's
+// per-corpus state survives in the second one's results.
+TEST(KnnIndex, ResetThenAddSameSizeIsExact) {
+  SKIP_WITHOUT_GPU();
+  const auto first = RandomSift(20000, 128, 301, 300);
+  const auto second = RandomSift(20000, 128, 302);
+  const auto queries = RandomSift(200, 128, 303, 300);
+  IndexOptions o;
+  Index index(o);
+  index.AddUint8(first.u8(), first.rows());
+  (void)RunGpu(index, queries, 24);
+  index.Reset();
+  index.AddUint8(second.u8(), second.rows());
+  const GpuResult got = RunGpu(index, queries, 24);
+  EXPECT_EQ(index.last_stats().path, "fused");
+  core::KnnParams kp;
+  kp.k = 24;
+  ExpectExact(core::CreateCpuKnnBackend()->Search(queries, second, kp), got, "after Reset");
 }
 
 // ---- real SIFT descriptors (graf1 / graf3), when the feature files are present --------------

@@ -545,11 +545,11 @@ void LaunchFusedKd(const int8_t* queries, const RowStats* qstats, int64_t nq,
 }  // namespace
 
 FusedPlan PlanFused(int64_t nq, int64_t n, double expected_per_query, int num_sms,
-                    bool all_pass) {
+                    bool all_pass, int ctas_per_sm, int query_block) {
   FusedPlan p;
-  const int64_t qblocks = (nq + kBlockRows - 1) / kBlockRows;
+  const int64_t qblocks = (nq + query_block - 1) / query_block;
   const int64_t nblocks = std::max<int64_t>(1, (n + kIterRows - 1) / kIterRows);
-  const int64_t slots = 2 * static_cast<int64_t>(num_sms);  // resident CTAs
+  const int64_t slots = static_cast<int64_t>(ctas_per_sm) * num_sms;  // resident CTAs
   // Split of the corpus blocks: the fewest slices whose wave count x blocks per slice is
   // within 3 % of the best (balanced waves, small per-query slice tables).
   auto cost = [&](int64_t ys) {
@@ -620,7 +620,11 @@ namespace {
 __global__ void ColumnTermsKernel(const RowStats* __restrict__ cstats, int64_t n,
                                   int64_t row_stride, bool l2, int32_t* __restrict__ cterms) {
   const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (r >= n) return;
+  if (r >= (n + 127) / 128 * 128) return;
+  if (r >= n) {  // padding up to a whole 128-row block: never a candidate
+    cterms[r] = 1 << 28;
+    return;
+  }
   const RowStats st = cstats[r * row_stride];
   cterms[r] = l2 ? __float2int_rn(st.x) : -128 * __float2int_rn(st.y);
 }
@@ -629,7 +633,7 @@ __global__ void ColumnTermsKernel(const RowStats* __restrict__ cstats, int64_t n
 void LaunchColumnTerms(const RowStats* cstats, int64_t n, int64_t row_stride, MetricCode metric,
                        int32_t* cterms, cudaStream_t stream) {
   if (n <= 0) return;
-  ColumnTermsKernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
+  ColumnTermsKernel<<<static_cast<unsigned>((n + 127) / 128 * 128 / 256 + 1), 256, 0, stream>>>(
       cstats, n, row_stride, metric == MetricCode::kL2, cterms);
   FM_CUDA_CHECK_LAUNCH();
 }

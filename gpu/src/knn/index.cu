@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -184,6 +185,13 @@ struct Index::Impl {
   DeviceBuffer<int64_t> s_oi, s_gi, s_ti[2], s_total;
   DeviceBuffer<uint64_t> s_keys;
   DeviceBuffer<int32_t> s_counts, s_flags, s_cterms;
+  // Column terms of the resident corpus for the wgmma kernel, per sample stride (for n rows).
+  std::map<int64_t, DeviceBuffer<int32_t>> ct_cache;
+  int64_t ct_cache_n = -1;
+  DeviceBuffer<float> s_thr_safe, s_redo_thr, s_redo_v;  // fused: tentative last level, redo
+  DeviceBuffer<int64_t> s_short_ids, s_redo_i;
+  DeviceBuffer<uint8_t> s_redo_q;
+  DeviceBuffer<RowStats> s_redo_st;
   DeviceBuffer<float> s_lv, s_cv, s_thr0;     // fused: level lists, chunk lists, running k-th
   DeviceBuffer<int64_t> s_li, s_ci;
   std::vector<DeviceBuffer<uint8_t>> s_ring;
@@ -536,63 +544,160 @@ struct Index::Impl {
     total.Resize(1);
     FM_CUDA_CHECK(cudaMemsetAsync(flags.data(), 0, 2 * sizeof(int32_t), ms));
     // Hopper: the wgmma kernel for 128-byte rows; it reads the column terms as one int per row.
-    const bool use_wgmma = opt.fused_wgmma && dp == 128 && detail::FusedWgmmaAvailable(opt.device);
+    const bool use_wgmma = opt.fused_wgmma && dp == 128 && n < (int64_t{1} << 31) &&
+                           detail::FusedWgmmaAvailable(opt.device);
     DeviceBuffer<int32_t>& cterms = s_cterms;
-    if (use_wgmma) cterms.Resize(static_cast<std::size_t>(n));
+    if (use_wgmma && cop != corpus.data())
+      cterms.Resize(static_cast<std::size_t>((n + 127) / 128 * 128));
     stats.score_kernel = use_wgmma ? "wgmma" : "mma.sync";
+    // One level: queries q_* (q_n of them) against corpus rows r * st, r < rows, keeping the rows
+    // at or under th[q]; the k best per query into ov / oi. False when the scratch is too small.
+    detail::FusedPlan level_plan;  // the plan of the last run_level
+    auto run_level = [&](const uint8_t* q_op, const RowStats* q_st, int64_t q_n, int64_t rows,
+                         int64_t st, const float* th, double expected, bool all_pass, float* ov,
+                         int64_t* oi) {
+      detail::FusedPlan plan = detail::PlanFused(
+          q_n, rows, expected, num_sms, all_pass, use_wgmma ? detail::FusedWgmmaCtasPerSm() : 2,
+          use_wgmma ? detail::FusedWgmmaQueryBlock() : 128);
+      if (opt.fused_candidates > 0) {  // testing knob: tiny slices force overflows
+        plan.per = std::max<int64_t>(1, opt.fused_candidates / plan.ysplit);
+      }
+      const std::size_t nkeys = static_cast<std::size_t>(q_n) * plan.ysplit * plan.per;
+      if (nkeys * sizeof(uint64_t) > avail / 2 || plan.max_keys > 16384) return false;
+      keys.Resize(nkeys);
+      counts.Resize(static_cast<std::size_t>(q_n) * plan.ysplit);
+      FM_CUDA_CHECK(cudaMemsetAsync(total.data(), 0, sizeof(int64_t), ms));
+      t_score.Begin(ms);
+      if (use_wgmma) {
+        const int32_t* ct = nullptr;
+        if (cop == corpus.data()) {  // the resident corpus: its terms per stride are kept
+          if (ct_cache_n != n) {
+            ct_cache.clear();
+            ct_cache_n = n;
+          }
+          auto it = ct_cache.find(st);
+          if (it == ct_cache.end()) {
+            it = ct_cache.emplace(st, DeviceBuffer<int32_t>((rows + 127) / 128 * 128)).first;
+            detail::LaunchColumnTerms(cst, rows, st, metric, it->second.data(), ms);
+          }
+          ct = it->second.data();
+        } else {
+          detail::LaunchColumnTerms(cst, rows, st, metric, cterms.data(), ms);
+          ct = cterms.data();
+        }
+        detail::LaunchFusedFilterWgmma(reinterpret_cast<const int8_t*>(q_op), q_st, q_n,
+                                       reinterpret_cast<const int8_t*>(cop), ct, rows,
+                                       st, opt.dim, metric, th, keys.data(), counts.data(), plan,
+                                       ms);
+      } else {
+        detail::LaunchFusedFilterInt8(reinterpret_cast<const int8_t*>(q_op), q_st, q_n,
+                                      reinterpret_cast<const int8_t*>(cop), cst, rows, st, dp,
+                                      opt.dim, metric, th, keys.data(), counts.data(), plan, ms);
+      }
+      t_score.End(ms);
+      t_select.Begin(ms);
+      detail::LaunchSelectCandidates(keys.data(), counts.data(), q_n, plan, k, ov, oi,
+                                     flags.data(), total.data(), ms);
+      t_select.End(ms);
+      stats.tile_cols = plan.ysplit;
+      level_plan = plan;
+      return true;
+    };
+    // Tentative bounds: a level after the coarsest may run under the previous level's j-th
+    // distance (j = 3k/8 by default) instead of its k-th, which lets about 8j rows per query pass
+    // instead of 8k. A query left with fewer than k rows under it (or overflowing its slots)
+    // keeps its safe bound (the last valid k-th it had) for the next level; after the last level
+    // such queries are searched again under their safe bound, with room for many more
+    // candidates, so the result stays exact. That second search costs a round trip, so bounds
+    // are tentative only for large searches (nq x n >= 2^30) unless the rank is given. Not with
+    // bounds given from outside (they may leave fewer than k rows on purpose).
+    int64_t tent_rank = opt.fused_tentative_rank;
+    if (tent_rank == 0) tent_rank = k >= 16 ? (3 * k + 7) / 8 : -1;
+    const bool tentative = !init_thr && tent_rank > 0 && tent_rank < k &&
+                           (opt.fused_tentative_rank > 0 ||
+                            static_cast<double>(nq) * static_cast<double>(n) >= 1073741824.0);
+    const bool tent_inner = tentative;
+    DeviceBuffer<float>& thr_safe = s_thr_safe;
+    thr_safe.Resize(static_cast<std::size_t>(nq));
+    FM_CUDA_CHECK(cudaMemcpyAsync(thr_safe.data(), thr.data(), nq * sizeof(float),
+                                  cudaMemcpyDeviceToDevice, ms));
     for (int level = static_cast<int>(strides.size()) - 1; level >= 0; --level) {
       const int64_t st = strides[level];
       const int64_t rows = (n - 1) / st + 1;
       const bool last = level == 0;
       const bool coarsest = level == static_cast<int>(strides.size()) - 1;
-      // The coarsest level's slices hold all its rows (all pass unless a bound is given).
-      detail::FusedPlan plan = detail::PlanFused(
-          nq, rows, coarsest ? static_cast<double>(rows) : static_cast<double>(kFactor * k),
-          num_sms, coarsest);
-      if (opt.fused_candidates > 0) {  // testing knob: tiny slices force overflows
-        plan.per = std::max<int64_t>(1, opt.fused_candidates / plan.ysplit);
-      }
-      const std::size_t nkeys = static_cast<std::size_t>(nq) * plan.ysplit * plan.per;
-      if (nkeys * sizeof(uint64_t) > avail / 2 || plan.max_keys > 16384) return false;
-      keys.Resize(nkeys);
-      counts.Resize(static_cast<std::size_t>(nq) * plan.ysplit);
+      const bool tent_here = last ? tentative : tent_inner;
       if (last) FM_CUDA_CHECK(cudaMemsetAsync(flags.data(), 0, 2 * sizeof(int32_t), ms));
-      FM_CUDA_CHECK(cudaMemsetAsync(total.data(), 0, sizeof(int64_t), ms));
-      t_score.Begin(ms);
-      if (use_wgmma) {
-        detail::LaunchColumnTerms(cst, rows, st, metric, cterms.data(), ms);
-        detail::LaunchFusedFilterWgmma(reinterpret_cast<const int8_t*>(qop), qst, nq,
-                                       reinterpret_cast<const int8_t*>(cop), cterms.data(), rows,
-                                       st, opt.dim, metric, thr.data(), keys.data(),
-                                       counts.data(), plan, ms);
-      } else {
-        detail::LaunchFusedFilterInt8(reinterpret_cast<const int8_t*>(qop), qst, nq,
-                                      reinterpret_cast<const int8_t*>(cop), cst, rows, st, dp,
-                                      opt.dim, metric, thr.data(), keys.data(), counts.data(),
-                                      plan, ms);
+      // The coarsest level's slices hold all its rows (all pass unless a bound is given).
+      const double expected = coarsest    ? static_cast<double>(rows)
+                              : tent_here ? static_cast<double>(kFactor * tent_rank)
+                                          : static_cast<double>(kFactor * k);
+      if (!run_level(qop, qst, nq, rows, st, thr.data(), expected, coarsest,
+                     last ? out_v : lv.data(), last ? out_i : li.data()))
+        return false;
+      if (!last) {
+        const bool next_tent = level == 1 ? tentative : tent_inner;
+        t_select.Begin(ms);
+        detail::LaunchNextThresholds(lv.data(), li.data(), k, nq, init_thr,
+                                     next_tent ? tent_rank : 0, thr_safe.data(), thr.data(), ms);
+        t_select.End(ms);
       }
-      t_score.End(ms);
-      t_select.Begin(ms);
-      detail::LaunchSelectCandidates(keys.data(), counts.data(), nq, plan, k,
-                                     last ? out_v : lv.data(), last ? out_i : li.data(),
-                                     flags.data(), total.data(), ms);
-      if (!last) detail::LaunchKthColumn(lv.data(), k, nq, init_thr, thr.data(), ms);
-      t_select.End(ms);
-      if (last) stats.tile_cols = plan.ysplit;
+    }
+    DeviceBuffer<int64_t>& short_ids = s_short_ids;
+    if (tentative) {
+      short_ids.Resize(static_cast<std::size_t>(nq) + 1);  // [0]: count, then the queries
+      FM_CUDA_CHECK(cudaMemsetAsync(short_ids.data(), 0, sizeof(int64_t), ms));
+      detail::LaunchShortRows(out_i, k, nq, counts.data(), level_plan.ysplit, level_plan.per,
+                              level_plan.max_keys, short_ids.data(), ms);
     }
     int32_t* overflow = flags.data();
     int32_t host_overflow = 0;
-    int64_t host_total = 0;
+    int64_t host_total = 0, host_short = 0;
     FM_CUDA_CHECK(cudaMemcpyAsync(&host_overflow, overflow, sizeof(int32_t),
                                   cudaMemcpyDeviceToHost, ms));
     FM_CUDA_CHECK(cudaMemcpyAsync(&host_total, total.data(), sizeof(int64_t),
                                   cudaMemcpyDeviceToHost, ms));
+    if (tentative)
+      FM_CUDA_CHECK(cudaMemcpyAsync(&host_short, short_ids.data(), sizeof(int64_t),
+                                    cudaMemcpyDeviceToHost, ms));
     FM_CUDA_CHECK(cudaStreamSynchronize(ms));
     stats.candidates += host_total;
     stats.tile_rows = sample;  // fused: rows of the coarsest sample; tile_cols: slices
     stats.query_tiles = 1;
     stats.corpus_tiles = static_cast<int64_t>(strides.size());  // levels
-    return host_overflow == 0;
+    // Under a tentative bound an overflowing query is one of the short ones (searched again).
+    if (host_overflow != 0 && !tentative) return false;
+    if (host_short > 0) {
+      FM_CUDA_CHECK(cudaMemsetAsync(flags.data(), 0, 2 * sizeof(int32_t), ms));
+      // The short queries again, gathered into their own rows, under the safe bound.
+      const int64_t m = host_short;
+      const int64_t* ids = short_ids.data() + 1;
+      const int64_t op_words = RowBytes() / 4;
+      s_redo_q.Resize(static_cast<std::size_t>(m) * RowBytes());
+      s_redo_st.Resize(static_cast<std::size_t>(m));
+      s_redo_thr.Resize(static_cast<std::size_t>(m));
+      s_redo_v.Resize(static_cast<std::size_t>(m * k));
+      s_redo_i.Resize(static_cast<std::size_t>(m * k));
+      detail::LaunchCopyRows4(qop, op_words, ids, m, s_redo_q.data(), true, ms);
+      detail::LaunchCopyRows4(qst, 4, ids, m, s_redo_st.data(), true, ms);
+      detail::LaunchCopyRows4(thr_safe.data(), 1, ids, m, s_redo_thr.data(), true, ms);
+      if (!run_level(s_redo_q.data(), s_redo_st.data(), m, n, 1, s_redo_thr.data(),
+                     static_cast<double>(kFactor * kFactor * k), false, s_redo_v.data(),
+                     s_redo_i.data()))
+        return false;
+      detail::LaunchCopyRows4(s_redo_v.data(), k, ids, m, out_v, false, ms);
+      detail::LaunchCopyRows4(s_redo_i.data(), 2 * k, ids, m, out_i, false, ms);
+      int64_t redo_total = 0;
+      FM_CUDA_CHECK(cudaMemcpyAsync(&host_overflow, overflow, sizeof(int32_t),
+                                    cudaMemcpyDeviceToHost, ms));
+      FM_CUDA_CHECK(cudaMemcpyAsync(&redo_total, total.data(), sizeof(int64_t),
+                                    cudaMemcpyDeviceToHost, ms));
+      FM_CUDA_CHECK(cudaStreamSynchronize(ms));
+      stats.candidates += redo_total;
+      stats.fused_redone += m;
+      if (host_overflow != 0) return false;
+    }
+    return true;
   }
 
   // Runs a search of prepared device queries into device outputs.
@@ -820,6 +925,8 @@ void Index::Reset() {
   DeviceScope scope(impl_->opt.device);
   impl_->res->Synchronize();
   impl_->n = 0;
+  impl_->ct_cache.clear();
+  impl_->ct_cache_n = -1;
   impl_->corpus.Release();
   impl_->cstats.Release();
   impl_->cap_rows = 0;

@@ -2,6 +2,7 @@
 // operands, the distance epilogue, and the merge of partial top-k lists.
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -258,6 +259,46 @@ __global__ void KthColumnKernel(const float* vals, int64_t k, int64_t rows, cons
   thr[r] = bound ? fminf(v, bound[r]) : v;
 }
 
+__global__ void NextThresholdsKernel(const float* vals, const int64_t* idx, int64_t k,
+                                     int64_t rows, const float* bound, int64_t rank, float* safe,
+                                     float* thr) {
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  const bool full = idx[r * k + k - 1] >= 0;
+  float s = full ? vals[r * k + k - 1] : safe[r];
+  if (bound) s = fminf(s, bound[r]);
+  safe[r] = s;
+  thr[r] = rank > 0 && full ? fminf(vals[r * k + rank - 1], s) : s;
+}
+
+__global__ void ShortRowsKernel(const int64_t* idx, int64_t k, int64_t rows,
+                                const int32_t* counts, int64_t ysplit, int64_t per,
+                                int64_t max_keys, int64_t* ids) {
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  bool redo = idx[r * k + k - 1] < 0;
+  int64_t sum = 0;
+  for (int64_t sl = 0; sl < ysplit && !redo; ++sl) {
+    const int64_t c = counts[r * ysplit + sl];
+    redo = c > per;
+    sum += c;
+  }
+  if (!redo && sum <= max_keys) return;
+  const unsigned long long pos = atomicAdd(reinterpret_cast<unsigned long long*>(ids), 1ull);
+  ids[1 + pos] = r;
+}
+
+__global__ void CopyRows4Kernel(const uint32_t* src, int64_t words, const int64_t* ids,
+                                int64_t count, uint32_t* dst, bool gather) {
+  const int64_t total = count * words;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = e / words, w = e % words;
+    if (gather) dst[e] = src[ids[i] * words + w];
+    else dst[ids[i] * words + w] = src[e];
+  }
+}
+
 unsigned GridFor(int64_t n, int block) {
   const int64_t g = (n + block - 1) / block;
   return static_cast<unsigned>(g < 1 ? 1 : (g > (1 << 30) ? (1 << 30) : g));
@@ -348,6 +389,34 @@ void LaunchKthColumn(const float* vals, int64_t k, int64_t rows, const float* bo
                      float* thresholds, cudaStream_t stream) {
   if (rows <= 0) return;
   KthColumnKernel<<<GridFor(rows, 256), 256, 0, stream>>>(vals, k, rows, bound, thresholds);
+  FM_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchNextThresholds(const float* vals, const int64_t* idx, int64_t k, int64_t rows,
+                          const float* bound, int64_t rank, float* safe, float* thr,
+                          cudaStream_t stream) {
+  if (rows <= 0) return;
+  NextThresholdsKernel<<<GridFor(rows, 256), 256, 0, stream>>>(vals, idx, k, rows, bound, rank,
+                                                               safe, thr);
+  FM_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchShortRows(const int64_t* idx, int64_t k, int64_t rows, const int32_t* counts,
+                     int64_t ysplit, int64_t per, int64_t max_keys, int64_t* ids,
+                     cudaStream_t stream) {
+  if (rows <= 0) return;
+  ShortRowsKernel<<<GridFor(rows, 256), 256, 0, stream>>>(idx, k, rows, counts, ysplit, per,
+                                                          max_keys, ids);
+  FM_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchCopyRows4(const void* src, int64_t words, const int64_t* ids, int64_t count, void* dst,
+                     bool gather, cudaStream_t stream) {
+  if (count <= 0 || words <= 0) return;
+  const int64_t total = count * words;
+  const int64_t blocks = std::min<int64_t>((total + 255) / 256, 65535);
+  CopyRows4Kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
+      static_cast<const uint32_t*>(src), words, ids, count, static_cast<uint32_t*>(dst), gather);
   FM_CUDA_CHECK_LAUNCH();
 }
 

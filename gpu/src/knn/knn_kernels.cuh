@@ -67,8 +67,10 @@ struct FusedPlan {
   bool gated = false;  // test groups of 8 outputs at once (sparse candidates)
 };
 // all_pass: every row passes (infinite thresholds); the slices are sized for all of them.
+// ctas_per_sm / query_block: CTAs of the scoring kernel one SM holds and queries per CTA
+// (mma.sync 2 / 128, wgmma FusedWgmmaCtasPerSm() / FusedWgmmaQueryBlock()).
 FusedPlan PlanFused(int64_t nq, int64_t n, double expected_per_query, int num_sms,
-                    bool all_pass = false);
+                    bool all_pass = false, int ctas_per_sm = 2, int query_block = 128);
 
 // Scores every query against corpus rows r = 0..n-1 (stored at row r * row_stride) with int8
 // tensor cores and keeps the rows whose distance is <= thresholds[q] as 64-bit keys (ordered
@@ -80,16 +82,19 @@ void LaunchFusedFilterInt8(const int8_t* queries, const RowStats* qstats, int64_
                            const FusedPlan& plan, cudaStream_t stream);
 
 // Hopper kernel for the same job with 128-byte rows (padded_dim 128): wgmma from swizzled shared
-// memory (gpu/src/sm90a). `cterms[r]` is row r's column term (LaunchColumnTerms), contiguous.
+// memory (gpu/src/sm90a). `cterms[r]` is row r's column term (LaunchColumnTerms), contiguous and
+// readable up to n rounded up to 128 rows; n < 2^31.
 // FusedWgmmaAvailable: compiled in and the device is compute capability 9.0.
 bool FusedWgmmaAvailable(int device);
+int FusedWgmmaCtasPerSm();
+int FusedWgmmaQueryBlock();
 void LaunchFusedFilterWgmma(const int8_t* queries, const RowStats* qstats, int64_t nq,
                             const int8_t* corpus, const int32_t* cterms, int64_t n,
                             int64_t row_stride, int32_t dim, MetricCode metric,
                             const float* thresholds, uint64_t* keys, int32_t* counts,
                             const FusedPlan& plan, cudaStream_t stream);
 // cterms[r] = the integer column term of corpus row r * row_stride (L2: its squared norm; IP:
-// -128 x its shifted sum), r < n.
+// -128 x its shifted sum), r < n; rows n ... up to a multiple of 128 get 2^28 (never a candidate).
 void LaunchColumnTerms(const RowStats* cstats, int64_t n, int64_t row_stride, MetricCode metric,
                        int32_t* cterms, cudaStream_t stream);
 
@@ -103,5 +108,25 @@ void LaunchSelectCandidates(const uint64_t* keys, const int32_t* counts, int64_t
 // Strided k-th value: thresholds[q] = vals[q * k + k - 1], or its minimum with bound[q].
 void LaunchKthColumn(const float* vals, int64_t k, int64_t rows, const float* bound,
                      float* thresholds, cudaStream_t stream);
+
+// Bounds for the next level of the fused path from this level's k-lists (vals / idx, rows of
+// k): a full list's k-th value becomes the query's safe bound (min with bound[q] when given),
+// a list short of k rows keeps the safe bound it had (safe[q], updated in place). thr[q] = the
+// safe bound, or with rank > 0 and a full list the tentative min(vals[q * k + rank - 1], safe).
+void LaunchNextThresholds(const float* vals, const int64_t* idx, int64_t k, int64_t rows,
+                          const float* bound, int64_t rank, float* safe, float* thr,
+                          cudaStream_t stream);
+
+// Appends to ids[1 ...] (count in ids[0], zeroed by the caller) every row q < rows whose k-list
+// is not full (idx[q * k + k - 1] < 0) or whose candidates overflowed (a slice count of a fused
+// level over `per`, or their sum over max_keys).
+void LaunchShortRows(const int64_t* idx, int64_t k, int64_t rows, const int32_t* counts,
+                     int64_t ysplit, int64_t per, int64_t max_keys, int64_t* ids,
+                     cudaStream_t stream);
+
+// Rows of `words` 4-byte words: gather (dst[i] = src[ids[i]]) or scatter (dst[ids[i]] = src[i]),
+// i < count.
+void LaunchCopyRows4(const void* src, int64_t words, const int64_t* ids, int64_t count, void* dst,
+                     bool gather, cudaStream_t stream);
 
 }  // namespace fm::gpu::detail

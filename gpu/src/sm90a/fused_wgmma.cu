@@ -1,17 +1,22 @@
 // Hopper (sm_90a) scoring kernel of the fused int8 path, for 128-byte rows (D <= 128 uint8
-// descriptors): warpgroup MMA (wgmma m64n128k32, int8 x int8 -> int32) reads the 128-query block
-// and each 128-row corpus block straight from shared memory, laid out in the 128-byte swizzle the
-// tensor cores expect; corpus blocks arrive through a 4-stage cp.async ring. Each thread then turns
-// its 64 accumulators into v = cterm + alpha * ip (the distance minus the query's own term), keeps
-// a running minimum per query row, and only when a minimum reaches the row's limit looks at the
-// values one by one. Same inputs and outputs as the portable mma.sync kernel (fused_int8.cu).
+// descriptors). Warp-specialised: one producer warp moves each 128-row corpus block (TMA, in the
+// 128-byte swizzle the tensor cores read) and its column terms (bulk copy) into a ring of shared
+// memory stages, tracked by mbarriers; two consumer warpgroups (64 queries each) score a block
+// with warpgroup MMA (wgmma m64n128k32, int8 x int8 -> int32, both operands from shared memory)
+// into one of two accumulator sets while they test the previous block's scores, so the tensor
+// cores and the threshold tests overlap. A test turns a score into v = cterm + alpha * ip (the
+// distance minus the query's own term) and checks groups of four against the rows' limits; only
+// groups holding a candidate are looked at one by one. Same inputs and outputs as the portable
+// mma.sync kernel (fused_int8.cu).
 //
 // This file is compiled for sm_90a only (gpu/CMakeLists.txt); elsewhere the kernel body is empty
 // and FusedWgmmaAvailable() is false, so it is never launched.
+#include <cuda.h>
+
 #include <climits>
 #include <cstdint>
+#include <string>
 
-#include "async_copy.cuh"
 #include "cuda_check.cuh"
 #include "knn/knn_common.cuh"
 #include "knn/knn_kernels.cuh"
@@ -19,24 +24,24 @@
 namespace fm::gpu::detail {
 namespace {
 
-constexpr int kQ = 128;                     // queries per CTA: two warpgroups of 64
-constexpr int kC = 128;                     // corpus rows per stage (the MMA's N)
-constexpr int kStages = 4;                  // cp.async ring depth
-constexpr int kThreads = 256;
-constexpr int kRow = 128;                   // bytes per row: one swizzle row
-constexpr int kTile = kC * kRow;            // 16 KiB per corpus stage
-constexpr int kSmemBytes = 1024 /* alignment slack */ + kQ * kRow + kStages * kTile +
-                           kStages * kC * 4 /* column terms */ + kQ * 4 /* counters */;
+constexpr int kConsumerWgs = 4;               // consumer warpgroups, 64 queries each
+constexpr int kQ = 64 * kConsumerWgs;         // queries per CTA
+constexpr int kC = 128;                       // corpus rows per stage (the MMA's N)
+constexpr int kStages = 6;                    // shared-memory ring depth
+constexpr int kConsumerThreads = 128 * kConsumerWgs;
+constexpr int kThreads = kConsumerThreads + 32;  // + the producer warp
+constexpr int kRow = 128;                     // bytes per row: one swizzle row
+constexpr int kTile = kC * kRow;              // 16 KiB per corpus stage
+constexpr int kStageBytes = kTile + kC * 4;   // what a stage's full barrier waits for
+// A (queries) | B stages | column-term stages | barriers: full[kStages], empty[kStages], a_full |
+// per-row counters; plus slack for the 1024-byte alignment of the swizzle atoms.
+constexpr int kBarOffset = kQ * kRow + kStages * kTile + kStages * kC * 4;
+constexpr int kCntOffset = kBarOffset + (2 * kStages + 1) * 8;
+constexpr int kSmemBytes = 1024 + kCntOffset + kQ * 4;
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define FM_WGMMA_ENABLED 1
 #endif
-
-// Byte offset of 16-byte chunk `ch` of row `r` in a 128-byte-swizzled tile (1024-byte atoms of
-// 8 rows; the chunk index is XORed with the row within the atom).
-__device__ __forceinline__ int SwizzledOffset(int r, int ch) {
-  return r * kRow + ((ch ^ (r & 7)) << 4);
-}
 
 // Shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row groups 1024 bytes apart.
 __device__ __forceinline__ uint64_t SmemDescriptor(const void* p) {
@@ -46,20 +51,63 @@ __device__ __forceinline__ uint64_t SmemDescriptor(const void* p) {
 }
 
 #ifdef FM_WGMMA_ENABLED
+__device__ __forceinline__ uint32_t SmemAddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void BarInit(uint64_t* bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(SmemAddr(bar)), "r"(count));
+}
+__device__ __forceinline__ void BarExpectTx(uint64_t* bar, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(SmemAddr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void BarArrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(SmemAddr(bar)) : "memory");
+}
+__device__ __forceinline__ void BarWait(uint64_t* bar, int parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(SmemAddr(bar)),
+      "r"(parity)
+      : "memory");
+}
+// 2-D tile of a tensor map (x: byte column, y: row) into shared memory, completing on `bar`.
+__device__ __forceinline__ void TmaLoad2d(void* dst, const CUtensorMap* map, int x, int y,
+                                          uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
+      "{%2, %3}], [%4];\n" ::"r"(SmemAddr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(SmemAddr(bar))
+      : "memory");
+}
+// Contiguous bytes (a multiple of 16, 16-byte aligned) into shared memory, completing on `bar`.
+__device__ __forceinline__ void BulkLoad(void* dst, const void* src, int bytes, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(SmemAddr(dst)),
+      "l"(src), "r"(bytes), "r"(SmemAddr(bar))
+      : "memory");
+}
 __device__ __forceinline__ void WgmmaFence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 }
 __device__ __forceinline__ void WgmmaCommit() {
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
-__device__ __forceinline__ void WgmmaWaitAll() {
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-}
-__device__ __forceinline__ void FenceProxyAsync() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+template <int N>
+__device__ __forceinline__ void WgmmaWait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 // Keeps the compiler from moving accumulator reads or writes across the asynchronous MMA.
-__device__ __forceinline__ void FenceOperand(int& r) { asm volatile("" : "+r"(r)::"memory"); }
+__device__ __forceinline__ void FenceAcc(int (&d)[64]) {
+#pragma unroll
+  for (int i = 0; i < 64; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
 
 // d (64 x 128 int32 per warpgroup, 64 per thread) = A (64 x 32) * B (128 x 32)^T (+ d).
 __device__ __forceinline__ void WgmmaS8(int (&d)[64], uint64_t desc_a, uint64_t desc_b,
@@ -81,6 +129,15 @@ __device__ __forceinline__ void WgmmaS8(int (&d)[64], uint64_t desc_a, uint64_t 
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
+
+// The block's product for this warpgroup: K = 128 in four steps of 32 bytes (+2 in the
+// descriptors' address field).
+__device__ __forceinline__ void IssueBlock(int (&d)[64], uint64_t desc_a, uint64_t desc_b) {
+  WgmmaFence();
+#pragma unroll
+  for (int ks = 0; ks < kRow / 32; ++ks) WgmmaS8(d, desc_a + 2 * ks, desc_b + 2 * ks, ks > 0);
+  WgmmaCommit();
+}
 #endif
 
 // thresholds -> the limit on v = cterm + alpha * ip: d = qterm + v <= floor(thr).
@@ -93,41 +150,70 @@ __device__ __forceinline__ int RowLimit(float th, int qterm) {
 }
 
 template <bool kL2>
-__global__ void __launch_bounds__(kThreads, 2)
-    FusedWgmmaKernel(const int8_t* __restrict__ queries, const RowStats* __restrict__ qstats,
-                     int64_t nq, const int8_t* __restrict__ corpus,
-                     const int32_t* __restrict__ cterms, int64_t n, int64_t row_stride, int dim,
+__global__ void __launch_bounds__(kThreads, 1)
+    FusedWgmmaKernel(const __grid_constant__ CUtensorMap qmap,
+                     const __grid_constant__ CUtensorMap cmap,
+                     const RowStats* __restrict__ qstats, int64_t nq,
+                     const int32_t* __restrict__ cterms, int64_t n, int dim,
                      const float* __restrict__ thresholds, uint64_t* __restrict__ keys,
                      int32_t* __restrict__ counts, int per, int64_t nblocks, int ysplit) {
 #ifdef FM_WGMMA_ENABLED
   extern __shared__ unsigned char smem_raw[];
   // 1024-byte alignment for the swizzle atoms, by an offset from the shared array itself so that
-  // the compiler keeps shared-memory instructions (a pointer from an integer would be generic).
-  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
-  unsigned char* smem = smem_raw + ((1024 - (base & 1023)) & 1023);
+  // the compiler keeps shared-memory instructions.
+  unsigned char* smem = smem_raw + ((1024 - (SmemAddr(smem_raw) & 1023)) & 1023);
   int8_t* a_s = reinterpret_cast<int8_t*>(smem);
   int8_t* b_s = a_s + kQ * kRow;
   int32_t* ct_s = reinterpret_cast<int32_t*>(b_s + kStages * kTile);
-  int* cnt_s = ct_s + kStages * kC;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kBarOffset);
+  uint64_t* empty = full + kStages;
+  uint64_t* a_full = empty + kStages;
+  int* cnt_s = reinterpret_cast<int*>(smem + kCntOffset);
 
-  const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
-  const int g = lane >> 2, t = lane & 3;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int64_t q0 = static_cast<int64_t>(blockIdx.x) * kQ;
-  constexpr int kAlpha = kL2 ? -2 : -1;
-
-  for (int i = tid; i < kQ * 8; i += kThreads) {
-    const int r = i >> 3, ch = i & 7;
-    const bool ok = q0 + r < nq;
-    CpAsync16(a_s + SwizzledOffset(r, ch), queries + (ok ? (q0 + r) * kRow + ch * 16 : 0),
-              ok ? 16 : 0);
+  if (tid == kConsumerThreads) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      BarInit(full + s, 1);
+      BarInit(empty + s, kConsumerThreads / 32);  // lane 0 of every consumer warp
+    }
+    BarInit(a_full, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   }
   if (tid < kQ) cnt_s[tid] = 0;
+  __syncthreads();
 
-  // This thread's two query rows (accumulator rows g and g + 8 of its warp's 16).
-  const int r0 = wg * 64 + warp * 16 + g, r1 = r0 + 8;
+  // The role as a value the compiler knows to be the same across each warp (the MMA must not be
+  // seen to sit on a divergent path).
+  const int role = __shfl_sync(0xffffffffu, tid / 128, 0);
+  if (role == kConsumerThreads / 128) {  // producer warp: one lane issues every copy
+    if (lane == 0) {
+      BarExpectTx(a_full, kQ * kRow);
+      TmaLoad2d(a_s, &qmap, 0, static_cast<int>(q0), a_full);
+      int s = 0, phase = 0;
+      for (int64_t blk = blockIdx.y; blk < nblocks; blk += ysplit) {
+        BarWait(empty + s, phase ^ 1);  // a fresh barrier passes parity 1
+        BarExpectTx(full + s, kStageBytes);
+        TmaLoad2d(b_s + s * kTile, &cmap, 0, static_cast<int>(blk * kC), full + s);
+        BulkLoad(ct_s + s * kC, cterms + blk * kC, kC * 4, full + s);
+        if (++s == kStages) {
+          s = 0;
+          phase ^= 1;
+        }
+      }
+    }
+    return;
+  }
+
+  // Consumers. This thread's two query rows: accumulator rows g and g + 8 of its warp's 16.
+  const int wg = warp >> 2, g = lane >> 2, t = lane & 3;
+  const int r0 = wg * 64 + (warp & 3) * 16 + g, r1 = r0 + 8;
+  constexpr int kAlpha = kL2 ? -2 : -1;
   int qlim0 = -(1 << 28), qlim1 = -(1 << 28), qterm0 = 0, qterm1 = 0;
-  auto query_term = [&](const RowStats& s) {
-    return kL2 ? __float2int_rn(s.x) : -128 * __float2int_rn(s.y) - 16384 * dim;
+  auto query_term = [&](const RowStats& st) {
+    return kL2 ? __float2int_rn(st.x) : -128 * __float2int_rn(st.y) - 16384 * dim;
   };
   if (q0 + r0 < nq) {
     qterm0 = query_term(qstats[q0 + r0]);
@@ -137,83 +223,14 @@ __global__ void __launch_bounds__(kThreads, 2)
     qterm1 = query_term(qstats[q0 + r1]);
     qlim1 = RowLimit(thresholds[q0 + r1], qterm1);
   }
-
-  // Loads of a corpus block: this thread copies chunk (tid & 7) of rows tid / 8 + 32 j, j < 4;
-  // their swizzled places and the byte steps between its rows and between the blocks of this
-  // CTA are the same for every block. Only the corpus's last block needs bounds.
-  const int lrow = tid >> 3, lch = tid & 7;
-  const int dst_off = SwizzledOffset(lrow, lch);
-  const int64_t row_bytes = row_stride * kRow;
-  const int64_t rows32_bytes = 32 * row_bytes;
-  const int8_t* src0 = corpus + lrow * row_bytes + lch * 16;
-  const int64_t full_blocks = n / kC;
-  auto load = [&](int64_t blk, const int8_t* src, int stage) {
-    int8_t* dst = b_s + stage * kTile + dst_off;
-    int32_t* cdst = ct_s + stage * kC + tid * 4;
-    if (blk < full_blocks) {
-#pragma unroll
-      for (int j = 0; j < kC / 32; ++j) CpAsync16(dst + j * 32 * kRow, src + j * rows32_bytes, 16);
-      if (tid < kC / 4) CpAsync16(cdst, cterms + blk * kC + tid * 4, 16);
-      return;
-    }
-    const int64_t valid = n - blk * kC;  // rows of this block that exist (1 ... kC - 1)
-#pragma unroll
-    for (int j = 0; j < kC / 32; ++j) {
-      const bool ok = lrow + 32 * j < valid;
-      CpAsync16(dst + j * 32 * kRow, ok ? src + j * rows32_bytes : corpus, ok ? 16 : 0);
-    }
-    if (tid < kC / 4) {
-      const int64_t left = valid - tid * 4;
-      const int bytes = left <= 0 ? 0 : (left >= 4 ? 16 : static_cast<int>(left) * 4);
-      CpAsync16(cdst, bytes ? cterms + blk * kC + tid * 4 : cterms, bytes);
-    }
-  };
-
-  const int64_t blk_step_bytes = static_cast<int64_t>(ysplit) * kC * row_bytes;
-  const int8_t* src_next = src0 + static_cast<int64_t>(blockIdx.y) * kC * row_bytes;
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    const int64_t blk = blockIdx.y + static_cast<int64_t>(s) * ysplit;
-    if (blk < nblocks) load(blk, src_next, s);
-    src_next += blk_step_bytes;
-    CpAsyncCommit();  // the queries travel with the first group
-  }
-
-  // Where this thread's two rows keep their candidates.
   uint64_t* keys0 = keys + ((q0 + r0) * ysplit + blockIdx.y) * per;
   uint64_t* keys1 = keys + ((q0 + r1) * ysplit + blockIdx.y) * per;
   const uint64_t desc_a = SmemDescriptor(a_s + wg * 64 * kRow);
-  int acc[64];
-#pragma unroll
-  for (int i = 0; i < 64; ++i) acc[i] = 0;
-  int it = 0;
-  for (int64_t blk = blockIdx.y; blk < nblocks; blk += ysplit, ++it) {
-    const int stage = it % kStages;
-    CpAsyncWait<kStages - 2>();
-    FenceProxyAsync();  // this thread's cp.async data, visible to the tensor cores' reads
-    __syncthreads();    // everyone's; and the stage read last iteration is free again
-    {
-      const int64_t next = blk + static_cast<int64_t>(kStages - 1) * ysplit;
-      if (next < nblocks) load(next, src_next, (it + kStages - 1) % kStages);
-      src_next += blk_step_bytes;
-      CpAsyncCommit();
-    }
 
-    const uint64_t desc_b = SmemDescriptor(b_s + stage * kTile);
-    WgmmaFence();
-#pragma unroll
-    for (int ks = 0; ks < kRow / 32; ++ks)  // +32 bytes along K = +2 in the address field
-      WgmmaS8(acc, desc_a + 2 * ks, desc_b + 2 * ks, ks > 0);
-    WgmmaCommit();
-    WgmmaWaitAll();
-#pragma unroll
-    for (int i = 0; i < 64; ++i) FenceOperand(acc[i]);
-
+  // Tests block `blk` (ring stage s) from its accumulators, then frees the stage.
+  auto test_block = [&](int (&acc)[64], int64_t blk, int s) {
     // acc[4j + e]: row (e < 2 ? r0 : r1), column 8j + 2t + (e & 1); v = cterm + alpha * acc.
-    // Group j's four values are tested together (bit j of `hits`); only the groups with a
-    // candidate are looked at one by one. The accumulators are only read here, so the next
-    // block's MMA finds them in place.
-    const int32_t* ct = ct_s + stage * kC + 2 * t;
+    const int32_t* ct = ct_s + s * kC + 2 * t;
     uint32_t hits = 0;
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
@@ -222,7 +239,8 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int v2 = c.x + kAlpha * acc[4 * j + 2], v3 = c.y + kAlpha * acc[4 * j + 3];
       if (min(v0, v1) <= qlim0 || min(v2, v3) <= qlim1) hits |= 1u << j;
     }
-    // The groups with a candidate, one at a time (their values picked by a jump on j).
+    // The groups with a candidate, one at a time (their values picked by a jump on j). Hits are
+    // sparse and spread over the lanes, so this loop seldom runs more than once or twice.
     const int valid = n - blk * kC < kC ? static_cast<int>(n - blk * kC) : kC;
     const uint32_t cbase = static_cast<uint32_t>(blk * kC);
     while (hits != 0) {
@@ -259,9 +277,29 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
       }
     }
+    __syncwarp();
+    if (lane == 0) BarArrive(empty + s);
+  };
+
+  int acc[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) acc[i] = 0;
+  BarWait(a_full, 0);
+  const uint64_t desc_b0 = SmemDescriptor(b_s);  // stage s: + s * kTile / 16
+  int s = 0, phase = 0;
+  for (int64_t blk = blockIdx.y; blk < nblocks; blk += ysplit) {
+    BarWait(full + s, phase);
+    IssueBlock(acc, desc_a, desc_b0 + static_cast<uint64_t>(s) * (kTile >> 4));
+    WgmmaWait<0>();
+    FenceAcc(acc);
+    test_block(acc, blk, s);
+    if (++s == kStages) {
+      s = 0;
+      phase ^= 1;
+    }
   }
-  CpAsyncWait<0>();
-  __syncthreads();
+
+  asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");  // consumers only
   if (tid < kQ && q0 + tid < nq) counts[(q0 + tid) * ysplit + blockIdx.y] = cnt_s[tid];
 #endif
 }
@@ -276,6 +314,43 @@ bool KernelUsable() {
   return true;
 }
 
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+EncodeTiledFn EncodeTiled() {
+  static EncodeTiledFn fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      p = nullptr;
+    (void)cudaGetLastError();
+    return reinterpret_cast<EncodeTiledFn>(p);
+  }();
+  return fn;
+}
+
+// Rows of 128 bytes, `rows` of them, `stride_bytes` apart; boxes of box_rows x 128 bytes,
+// 128-byte swizzle; rows past the end read as zeros.
+CUtensorMap RowMap(const void* base, int64_t rows, int64_t stride_bytes, int box_rows) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kRow), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(stride_bytes)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(kRow), static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t estr[2] = {1, 1};
+  const CUresult r = EncodeTiled()(
+      &map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box, estr,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw GpuError("fused wgmma kernel: cuTensorMapEncodeTiled failed (" + std::to_string(r) +
+                   ")");
+  return map;
+}
+
 }  // namespace
 
 bool FusedWgmmaAvailable(int device) {
@@ -287,12 +362,16 @@ bool FusedWgmmaAvailable(int device) {
                   cudaSuccess &&
               cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) ==
                   cudaSuccess;
-    ok = ok && major == 9 && minor == 0 && KernelUsable<true>() && KernelUsable<false>();
+    ok = ok && major == 9 && minor == 0 && EncodeTiled() != nullptr && KernelUsable<true>() &&
+         KernelUsable<false>();
     if (!ok) (void)cudaGetLastError();
     cached[device] = ok ? 1 : 2;
   }
   return cached[device] == 1;
 }
+
+int FusedWgmmaCtasPerSm() { return 1; }
+int FusedWgmmaQueryBlock() { return kQ; }
 
 void LaunchFusedFilterWgmma(const int8_t* queries, const RowStats* qstats, int64_t nq,
                             const int8_t* corpus, const int32_t* cterms, int64_t n,
@@ -302,6 +381,8 @@ void LaunchFusedFilterWgmma(const int8_t* queries, const RowStats* qstats, int64
   if (nq <= 0) return;
   const int64_t qblocks = (nq + kQ - 1) / kQ;
   const int64_t nblocks = (n + kC - 1) / kC;
+  const CUtensorMap qmap = RowMap(queries, nq, kRow, kQ);
+  const CUtensorMap cmap = RowMap(corpus, n, row_stride * kRow, kC);
   dim3 grid(static_cast<unsigned>(qblocks), static_cast<unsigned>(plan.ysplit));
   static bool attr_set[2] = {false, false};
   auto launch = [&](auto kernel, int which) {
@@ -310,8 +391,8 @@ void LaunchFusedFilterWgmma(const int8_t* queries, const RowStats* qstats, int64
                                          kSmemBytes));
       attr_set[which] = true;
     }
-    kernel<<<grid, kThreads, kSmemBytes, stream>>>(queries, qstats, nq, corpus, cterms, n,
-                                                    row_stride, dim, thresholds, keys, counts,
+    kernel<<<grid, kThreads, kSmemBytes, stream>>>(qmap, cmap, qstats, nq, cterms, n, dim,
+                                                    thresholds, keys, counts,
                                                     static_cast<int>(plan.per), nblocks,
                                                     static_cast<int>(plan.ysplit));
     FM_CUDA_CHECK_LAUNCH();
