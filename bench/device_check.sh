@@ -26,7 +26,7 @@ echo "== racecheck rc=$?"; tail -3 $OUT/racecheck.log
 timeout 60 $B/bench/featmatch-bench select --rows 8192 --cols 65536 --k 32,256,1024 \
   --algos auto,merge-queue,quick-multiselect --runs 10 > $OUT/select_auto.jsonl
 echo "== select rc=$?"
-timeout 100 $B/bench/featmatch-bench knn --json > $OUT/knn.jsonl
+timeout 150 $B/bench/featmatch-bench knn --json --check > $OUT/knn.jsonl
 echo "== knn rc=$?"
 timeout 60 $B/bench/featmatch-bench logos-gpu > $OUT/logos_gpu.jsonl
 echo "== logos-gpu rc=$?"; cat $OUT/logos_gpu.jsonl

@@ -396,6 +396,29 @@ TEST(KnnIndex, FusedKernelsExact) {
   }
 }
 
+// Tentative bounds far too tight and candidate slots far too small: the short queries'
+// second search overflows as well and they go through the GEMM + select path; the rest keep
+// their fused results. Exact either way.
+TEST(KnnIndex, TentativeRedoFallsBackPerQuery) {
+  SKIP_WITHOUT_GPU();
+  const auto corpus = RandomSift(40000, 128, 401, 500);
+  const auto queries = RandomSift(260, 128, 402, 500);
+  for (int64_t slots : {0, 48}) {
+    IndexOptions o;
+    o.fused_tentative_rank = 1;
+    o.fused_candidates = slots;
+    Index index(o);
+    index.AddUint8(corpus.u8(), corpus.rows());
+    const GpuResult got = RunGpu(index, queries, 16);
+    const std::string what = "tentative rank 1, slots " + std::to_string(slots);
+    EXPECT_EQ(index.last_stats().path, "fused") << what;
+    EXPECT_GT(index.last_stats().fused_redone, 0) << what;
+    core::KnnParams kp;
+    kp.k = 16;
+    ExpectExact(core::CreateCpuKnnBackend()->Search(queries, corpus, kp), got, what);
+  }
+}
+
 // A corpus replaced by another of the same size (Reset, then Add): nothing of the first one's
 // per-corpus state survives in the second one's results.
 TEST(KnnIndex, ResetThenAddSameSizeIsExact) {

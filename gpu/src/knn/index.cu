@@ -543,6 +543,7 @@ struct Index::Impl {
     flags.Resize(2);
     total.Resize(1);
     FM_CUDA_CHECK(cudaMemsetAsync(flags.data(), 0, 2 * sizeof(int32_t), ms));
+    FM_CUDA_CHECK(cudaMemsetAsync(total.data(), 0, sizeof(int64_t), ms));  // every level's
     // Hopper: the wgmma kernel for 128-byte rows; it reads the column terms as one int per row.
     const bool use_wgmma = opt.fused_wgmma && dp == 128 && n < (int64_t{1} << 31) &&
                            detail::FusedWgmmaAvailable(opt.device);
@@ -566,7 +567,6 @@ struct Index::Impl {
       if (nkeys * sizeof(uint64_t) > avail / 2 || plan.max_keys > 16384) return false;
       keys.Resize(nkeys);
       counts.Resize(static_cast<std::size_t>(q_n) * plan.ysplit);
-      FM_CUDA_CHECK(cudaMemsetAsync(total.data(), 0, sizeof(int64_t), ms));
       t_score.Begin(ms);
       if (use_wgmma) {
         const int32_t* ct = nullptr;
@@ -604,15 +604,15 @@ struct Index::Impl {
       return true;
     };
     // Tentative bounds: a level after the coarsest may run under the previous level's j-th
-    // distance (j = 3k/8 by default) instead of its k-th, which lets about 8j rows per query pass
+    // distance (j = k/4 + 4 by default; bench/results/h100.md) instead of its k-th, which lets about 8j rows per query pass
     // instead of 8k. A query left with fewer than k rows under it (or overflowing its slots)
     // keeps its safe bound (the last valid k-th it had) for the next level; after the last level
     // such queries are searched again under their safe bound, with room for many more
-    // candidates, so the result stays exact. That second search costs a round trip, so bounds
+    // candidates (or, should that overflow too, by the tiled path), so the result stays exact. That second search costs a round trip, so bounds
     // are tentative only for large searches (nq x n >= 2^30) unless the rank is given. Not with
     // bounds given from outside (they may leave fewer than k rows on purpose).
     int64_t tent_rank = opt.fused_tentative_rank;
-    if (tent_rank == 0) tent_rank = k >= 16 ? (3 * k + 7) / 8 : -1;
+    if (tent_rank == 0) tent_rank = k >= 16 ? k / 4 + 4 : -1;
     const bool tentative = !init_thr && tent_rank > 0 && tent_rank < k &&
                            (opt.fused_tentative_rank > 0 ||
                             static_cast<double>(nq) * static_cast<double>(n) >= 1073741824.0);
@@ -681,21 +681,31 @@ struct Index::Impl {
       detail::LaunchCopyRows4(qop, op_words, ids, m, s_redo_q.data(), true, ms);
       detail::LaunchCopyRows4(qst, 4, ids, m, s_redo_st.data(), true, ms);
       detail::LaunchCopyRows4(thr_safe.data(), 1, ids, m, s_redo_thr.data(), true, ms);
-      if (!run_level(s_redo_q.data(), s_redo_st.data(), m, n, 1, s_redo_thr.data(),
-                     static_cast<double>(kFactor * kFactor * k), false, s_redo_v.data(),
-                     s_redo_i.data()))
-        return false;
+      bool redone = run_level(s_redo_q.data(), s_redo_st.data(), m, n, 1, s_redo_thr.data(),
+                              static_cast<double>(kFactor * kFactor * k), false,
+                              s_redo_v.data(), s_redo_i.data());
+      if (redone) {
+        int64_t all_total = 0;
+        FM_CUDA_CHECK(cudaMemcpyAsync(&host_overflow, overflow, sizeof(int32_t),
+                                      cudaMemcpyDeviceToHost, ms));
+        FM_CUDA_CHECK(cudaMemcpyAsync(&all_total, total.data(), sizeof(int64_t),
+                                      cudaMemcpyDeviceToHost, ms));
+        FM_CUDA_CHECK(cudaStreamSynchronize(ms));
+        stats.candidates += all_total - host_total;
+        redone = host_overflow == 0;
+      }
+      if (!redone) {
+        // A safe bound carried over several levels can still let too many rows through: these
+        // few queries take the GEMM + select path, which has no candidate limit.
+        StageTimer t_copy(false);
+        const std::string path = stats.path;
+        SearchTiled(s_redo_q.data(), s_redo_st.data(), m, k, s_redo_v.data(), s_redo_i.data(),
+                    t_score, t_select, t_copy);
+        stats.path = path;
+      }
       detail::LaunchCopyRows4(s_redo_v.data(), k, ids, m, out_v, false, ms);
       detail::LaunchCopyRows4(s_redo_i.data(), 2 * k, ids, m, out_i, false, ms);
-      int64_t redo_total = 0;
-      FM_CUDA_CHECK(cudaMemcpyAsync(&host_overflow, overflow, sizeof(int32_t),
-                                    cudaMemcpyDeviceToHost, ms));
-      FM_CUDA_CHECK(cudaMemcpyAsync(&redo_total, total.data(), sizeof(int64_t),
-                                    cudaMemcpyDeviceToHost, ms));
-      FM_CUDA_CHECK(cudaStreamSynchronize(ms));
-      stats.candidates += redo_total;
       stats.fused_redone += m;
-      if (host_overflow != 0) return false;
     }
     return true;
   }

@@ -191,7 +191,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (role == kConsumerThreads / 128) {  // producer warp: one lane issues every copy
     if (lane == 0) {
       BarExpectTx(a_full, kQ * kRow);
-      TmaLoad2d(a_s, &qmap, 0, static_cast<int>(q0), a_full);
+#pragma unroll
+      for (int w = 0; w < kConsumerWgs; ++w)  // one 64-row box per consumer warpgroup
+        TmaLoad2d(a_s + w * 64 * kRow, &qmap, 0, static_cast<int>(q0) + 64 * w, a_full);
       int s = 0, phase = 0;
       for (int64_t blk = blockIdx.y; blk < nblocks; blk += ysplit) {
         BarWait(empty + s, phase ^ 1);  // a fresh barrier passes parity 1
@@ -381,7 +383,7 @@ void LaunchFusedFilterWgmma(const int8_t* queries, const RowStats* qstats, int64
   if (nq <= 0) return;
   const int64_t qblocks = (nq + kQ - 1) / kQ;
   const int64_t nblocks = (n + kC - 1) / kC;
-  const CUtensorMap qmap = RowMap(queries, nq, kRow, kQ);
+  const CUtensorMap qmap = RowMap(queries, nq, kRow, 64);
   const CUtensorMap cmap = RowMap(corpus, n, row_stride * kRow, kC);
   dim3 grid(static_cast<unsigned>(qblocks), static_cast<unsigned>(plan.ysplit));
   static bool attr_set[2] = {false, false};

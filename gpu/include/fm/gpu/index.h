@@ -74,9 +74,10 @@ struct IndexOptions {
   // Hopper (compute capability 9.0) with 128-byte rows: score with the warpgroup-MMA kernel;
   // false: the portable mma.sync kernel everywhere (same results).
   bool fused_wgmma = true;
-  // Fused path's last level: the rank j of the previous level's distance used as a tentative
-  // bound (queries left with fewer than k rows are searched again, exactly). 0 = auto (3k/8 for
-  // k >= 16, else off); -1 = off (always the k-th); j > 0 as given (testing knob).
+  // Fused path: the rank j of the previous level's distance used as a tentative bound for the
+  // next (queries left with fewer than k rows are searched again, exactly). 0 = auto (k/4 + 4
+  // for k >= 16 and searches of at least 2^30 query x corpus pairs, else off); -1 = off (always
+  // the k-th); j > 0 as given (testing knob).
   int64_t fused_tentative_rank = 0;
   bool collect_stats = false;             // time each stage with events (adds synchronisation)
 
@@ -96,7 +97,7 @@ struct SearchStats {
   int64_t corpus_tiles = 0;
   int64_t tile_rows = 0;      // query tile
   int64_t tile_cols = 0;      // corpus tile
-  int64_t candidates = 0;     // fused path: candidates kept in total
+  int64_t candidates = 0;     // fused path: candidates kept, all levels together
   bool fused_fallback = false;  // fused path overflowed and the tiled path redid the search
   int64_t fused_redone = 0;     // fused path: queries searched again under the safe bound
   double prepare_ms = 0;      // query upload and conversion
