@@ -28,13 +28,15 @@ timeout 60 $B/bench/featmatch-bench select --rows 8192 --cols 65536 --k 32,256,1
 echo "== select rc=$?"
 timeout 150 $B/bench/featmatch-bench knn --json --check > $OUT/knn.jsonl
 echo "== knn rc=$?"
-timeout 60 $B/bench/featmatch-bench logos-gpu > $OUT/logos_gpu.jsonl
-echo "== logos-gpu rc=$?"; cat $OUT/logos_gpu.jsonl
-timeout 80 $B/bench/featmatch-bench batch-gpu --runs 3 > $OUT/batch_gpu.jsonl
-echo "== batch-gpu rc=$?"; cat $OUT/batch_gpu.jsonl
+# At most 8 files come back from the machine: the two application benchmarks share apps.jsonl
+# and the torch peers torch.jsonl.
+timeout 60 $B/bench/featmatch-bench logos-gpu > $OUT/apps.jsonl
+echo "== logos-gpu rc=$?"
+timeout 80 $B/bench/featmatch-bench batch-gpu --runs 3 >> $OUT/apps.jsonl
+echo "== batch-gpu rc=$?"; cat $OUT/apps.jsonl
 if [ "${FM_WITH_TORCH:-0}" = 1 ]; then  # torch peers in the same call
-  PYTHONUNBUFFERED=1 timeout 150 python3 bench/torch_knn_peer.py 5 > $OUT/torch_knn.jsonl
+  PYTHONUNBUFFERED=1 timeout 150 python3 bench/torch_knn_peer.py 5 > $OUT/torch.jsonl
   echo "== torch knn rc=$?"
-  PYTHONUNBUFFERED=1 timeout 90 python3 bench/torch_topk_peer.py --quick > $OUT/torch_topk.jsonl
+  PYTHONUNBUFFERED=1 timeout 90 python3 bench/torch_topk_peer.py --quick >> $OUT/torch.jsonl
   echo "== torch topk rc=$?"
 fi

@@ -182,14 +182,14 @@ struct Index::Impl {
   DeviceBuffer<uint8_t> s_qraw, s_qop, s_temp;
   DeviceBuffer<RowStats> s_qst;
   DeviceBuffer<float> s_ov, s_gv, s_tile[2], s_tv[2], s_thr;
-  DeviceBuffer<int64_t> s_oi, s_gi, s_ti[2], s_total;
+  DeviceBuffer<int64_t> s_oi, s_gi, s_ti[2];
   DeviceBuffer<uint64_t> s_keys;
-  DeviceBuffer<int32_t> s_counts, s_flags, s_cterms;
+  DeviceBuffer<int32_t> s_counts, s_cterms;
   // Column terms of the resident corpus for the wgmma kernel, per sample stride (for n rows).
   std::map<int64_t, DeviceBuffer<int32_t>> ct_cache;
   int64_t ct_cache_n = -1;
   DeviceBuffer<float> s_thr_safe, s_redo_thr, s_redo_v;  // fused: tentative last level, redo
-  DeviceBuffer<int64_t> s_short_ids, s_redo_i;
+  DeviceBuffer<int64_t> s_short_ids, s_redo_i, s_ctl;
   DeviceBuffer<uint8_t> s_redo_q;
   DeviceBuffer<RowStats> s_redo_st;
   DeviceBuffer<float> s_lv, s_cv, s_thr0;     // fused: level lists, chunk lists, running k-th
@@ -538,12 +538,16 @@ struct Index::Impl {
     }
     DeviceBuffer<uint64_t>& keys = s_keys;
     DeviceBuffer<int32_t>& counts = s_counts;
-    DeviceBuffer<int64_t>& total = s_total;
-    DeviceBuffer<int32_t>& flags = s_flags;
-    flags.Resize(2);
-    total.Resize(1);
-    FM_CUDA_CHECK(cudaMemsetAsync(flags.data(), 0, 2 * sizeof(int32_t), ms));
-    FM_CUDA_CHECK(cudaMemsetAsync(total.data(), 0, sizeof(int64_t), ms));  // every level's
+    // Control words, cleared at once and read back at once: [0] the last level's overflow
+    // flags, [1] the inner levels' (an overflow there only loosens a bound), [2] candidates of
+    // every level, [3] short queries, [4] the second search's overflow flags.
+    DeviceBuffer<int64_t>& ctl = s_ctl;
+    ctl.Resize(5);
+    FM_CUDA_CHECK(cudaMemsetAsync(ctl.data(), 0, 5 * sizeof(int64_t), ms));
+    int32_t* last_flags = reinterpret_cast<int32_t*>(ctl.data());
+    int32_t* inner_flags = reinterpret_cast<int32_t*>(ctl.data() + 1);
+    int32_t* redo_flags = reinterpret_cast<int32_t*>(ctl.data() + 4);
+    int64_t* total = ctl.data() + 2;
     // Hopper: the wgmma kernel for 128-byte rows; it reads the column terms as one int per row.
     const bool use_wgmma = opt.fused_wgmma && dp == 128 && n < (int64_t{1} << 31) &&
                            detail::FusedWgmmaAvailable(opt.device);
@@ -556,7 +560,7 @@ struct Index::Impl {
     detail::FusedPlan level_plan;  // the plan of the last run_level
     auto run_level = [&](const uint8_t* q_op, const RowStats* q_st, int64_t q_n, int64_t rows,
                          int64_t st, const float* th, double expected, bool all_pass, float* ov,
-                         int64_t* oi) {
+                         int64_t* oi, int32_t* flags) {
       detail::FusedPlan plan = detail::PlanFused(
           q_n, rows, expected, num_sms, all_pass, use_wgmma ? detail::FusedWgmmaCtasPerSm() : 2,
           use_wgmma ? detail::FusedWgmmaQueryBlock() : 128);
@@ -597,25 +601,25 @@ struct Index::Impl {
       t_score.End(ms);
       t_select.Begin(ms);
       detail::LaunchSelectCandidates(keys.data(), counts.data(), q_n, plan, k, ov, oi,
-                                     flags.data(), total.data(), ms);
+                                     flags, total, ms);
       t_select.End(ms);
       stats.tile_cols = plan.ysplit;
       level_plan = plan;
       return true;
     };
     // Tentative bounds: a level after the coarsest may run under the previous level's j-th
-    // distance (j = k/4 + 4 by default; bench/results/h100.md) instead of its k-th, which lets about 8j rows per query pass
+    // distance (j = k/4 + 8 by default; bench/results/h100.md) instead of its k-th, which lets about 8j rows per query pass
     // instead of 8k. A query left with fewer than k rows under it (or overflowing its slots)
     // keeps its safe bound (the last valid k-th it had) for the next level; after the last level
     // such queries are searched again under their safe bound, with room for many more
     // candidates (or, should that overflow too, by the tiled path), so the result stays exact. That second search costs a round trip, so bounds
-    // are tentative only for large searches (nq x n >= 2^30) unless the rank is given. Not with
+    // are tentative only for large searches (nq x n >= 2^28) unless the rank is given. Not with
     // bounds given from outside (they may leave fewer than k rows on purpose).
     int64_t tent_rank = opt.fused_tentative_rank;
-    if (tent_rank == 0) tent_rank = k >= 16 ? k / 4 + 4 : -1;
+    if (tent_rank == 0) tent_rank = k >= 16 ? k / 4 + 8 : -1;
     const bool tentative = !init_thr && tent_rank > 0 && tent_rank < k &&
                            (opt.fused_tentative_rank > 0 ||
-                            static_cast<double>(nq) * static_cast<double>(n) >= 1073741824.0);
+                            static_cast<double>(nq) * static_cast<double>(n) >= 268435456.0);
     const bool tent_inner = tentative;
     DeviceBuffer<float>& thr_safe = s_thr_safe;
     thr_safe.Resize(static_cast<std::size_t>(nq));
@@ -627,13 +631,13 @@ struct Index::Impl {
       const bool last = level == 0;
       const bool coarsest = level == static_cast<int>(strides.size()) - 1;
       const bool tent_here = last ? tentative : tent_inner;
-      if (last) FM_CUDA_CHECK(cudaMemsetAsync(flags.data(), 0, 2 * sizeof(int32_t), ms));
       // The coarsest level's slices hold all its rows (all pass unless a bound is given).
       const double expected = coarsest    ? static_cast<double>(rows)
                               : tent_here ? static_cast<double>(kFactor * tent_rank)
                                           : static_cast<double>(kFactor * k);
       if (!run_level(qop, qst, nq, rows, st, thr.data(), expected, coarsest,
-                     last ? out_v : lv.data(), last ? out_i : li.data()))
+                     last ? out_v : lv.data(), last ? out_i : li.data(),
+                     last ? last_flags : inner_flags))
         return false;
       if (!last) {
         const bool next_tent = level == 1 ? tentative : tent_inner;
@@ -645,22 +649,17 @@ struct Index::Impl {
     }
     DeviceBuffer<int64_t>& short_ids = s_short_ids;
     if (tentative) {
-      short_ids.Resize(static_cast<std::size_t>(nq) + 1);  // [0]: count, then the queries
-      FM_CUDA_CHECK(cudaMemsetAsync(short_ids.data(), 0, sizeof(int64_t), ms));
+      short_ids.Resize(static_cast<std::size_t>(nq));
       detail::LaunchShortRows(out_i, k, nq, counts.data(), level_plan.ysplit, level_plan.per,
-                              level_plan.max_keys, short_ids.data(), ms);
+                              level_plan.max_keys, ctl.data() + 3, short_ids.data(), ms);
     }
-    int32_t* overflow = flags.data();
-    int32_t host_overflow = 0;
-    int64_t host_total = 0, host_short = 0;
-    FM_CUDA_CHECK(cudaMemcpyAsync(&host_overflow, overflow, sizeof(int32_t),
+    int64_t host_ctl[5] = {};
+    FM_CUDA_CHECK(cudaMemcpyAsync(host_ctl, ctl.data(), 4 * sizeof(int64_t),
                                   cudaMemcpyDeviceToHost, ms));
-    FM_CUDA_CHECK(cudaMemcpyAsync(&host_total, total.data(), sizeof(int64_t),
-                                  cudaMemcpyDeviceToHost, ms));
-    if (tentative)
-      FM_CUDA_CHECK(cudaMemcpyAsync(&host_short, short_ids.data(), sizeof(int64_t),
-                                    cudaMemcpyDeviceToHost, ms));
     FM_CUDA_CHECK(cudaStreamSynchronize(ms));
+    int32_t host_overflow = 0;  // the low word of ctl[0]: the last level's overflow flag
+    std::memcpy(&host_overflow, host_ctl, sizeof(int32_t));
+    const int64_t host_total = host_ctl[2], host_short = host_ctl[3];
     stats.candidates += host_total;
     stats.tile_rows = sample;  // fused: rows of the coarsest sample; tile_cols: slices
     stats.query_tiles = 1;
@@ -668,10 +667,9 @@ struct Index::Impl {
     // Under a tentative bound an overflowing query is one of the short ones (searched again).
     if (host_overflow != 0 && !tentative) return false;
     if (host_short > 0) {
-      FM_CUDA_CHECK(cudaMemsetAsync(flags.data(), 0, 2 * sizeof(int32_t), ms));
       // The short queries again, gathered into their own rows, under the safe bound.
       const int64_t m = host_short;
-      const int64_t* ids = short_ids.data() + 1;
+      const int64_t* ids = short_ids.data();
       const int64_t op_words = RowBytes() / 4;
       s_redo_q.Resize(static_cast<std::size_t>(m) * RowBytes());
       s_redo_st.Resize(static_cast<std::size_t>(m));
@@ -683,16 +681,15 @@ struct Index::Impl {
       detail::LaunchCopyRows4(thr_safe.data(), 1, ids, m, s_redo_thr.data(), true, ms);
       bool redone = run_level(s_redo_q.data(), s_redo_st.data(), m, n, 1, s_redo_thr.data(),
                               static_cast<double>(kFactor * kFactor * k), false,
-                              s_redo_v.data(), s_redo_i.data());
+                              s_redo_v.data(), s_redo_i.data(), redo_flags);
       if (redone) {
-        int64_t all_total = 0;
-        FM_CUDA_CHECK(cudaMemcpyAsync(&host_overflow, overflow, sizeof(int32_t),
-                                      cudaMemcpyDeviceToHost, ms));
-        FM_CUDA_CHECK(cudaMemcpyAsync(&all_total, total.data(), sizeof(int64_t),
+        FM_CUDA_CHECK(cudaMemcpyAsync(host_ctl, ctl.data(), 5 * sizeof(int64_t),
                                       cudaMemcpyDeviceToHost, ms));
         FM_CUDA_CHECK(cudaStreamSynchronize(ms));
-        stats.candidates += all_total - host_total;
-        redone = host_overflow == 0;
+        stats.candidates += host_ctl[2] - host_total;
+        int32_t redo_overflow = 0;
+        std::memcpy(&redo_overflow, host_ctl + 4, sizeof(int32_t));
+        redone = redo_overflow == 0;
       }
       if (!redone) {
         // A safe bound carried over several levels can still let too many rows through: these

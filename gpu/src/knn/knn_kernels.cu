@@ -273,7 +273,7 @@ __global__ void NextThresholdsKernel(const float* vals, const int64_t* idx, int6
 
 __global__ void ShortRowsKernel(const int64_t* idx, int64_t k, int64_t rows,
                                 const int32_t* counts, int64_t ysplit, int64_t per,
-                                int64_t max_keys, int64_t* ids) {
+                                int64_t max_keys, int64_t* count, int64_t* ids) {
   const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   bool redo = idx[r * k + k - 1] < 0;
@@ -284,8 +284,8 @@ __global__ void ShortRowsKernel(const int64_t* idx, int64_t k, int64_t rows,
     sum += c;
   }
   if (!redo && sum <= max_keys) return;
-  const unsigned long long pos = atomicAdd(reinterpret_cast<unsigned long long*>(ids), 1ull);
-  ids[1 + pos] = r;
+  const unsigned long long pos = atomicAdd(reinterpret_cast<unsigned long long*>(count), 1ull);
+  ids[pos] = r;
 }
 
 __global__ void CopyRows4Kernel(const uint32_t* src, int64_t words, const int64_t* ids,
@@ -402,11 +402,11 @@ void LaunchNextThresholds(const float* vals, const int64_t* idx, int64_t k, int6
 }
 
 void LaunchShortRows(const int64_t* idx, int64_t k, int64_t rows, const int32_t* counts,
-                     int64_t ysplit, int64_t per, int64_t max_keys, int64_t* ids,
-                     cudaStream_t stream) {
+                     int64_t ysplit, int64_t per, int64_t max_keys, int64_t* count,
+                     int64_t* ids, cudaStream_t stream) {
   if (rows <= 0) return;
   ShortRowsKernel<<<GridFor(rows, 256), 256, 0, stream>>>(idx, k, rows, counts, ysplit, per,
-                                                          max_keys, ids);
+                                                          max_keys, count, ids);
   FM_CUDA_CHECK_LAUNCH();
 }
 

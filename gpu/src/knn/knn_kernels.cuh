@@ -117,11 +117,11 @@ void LaunchNextThresholds(const float* vals, const int64_t* idx, int64_t k, int6
                           const float* bound, int64_t rank, float* safe, float* thr,
                           cudaStream_t stream);
 
-// Appends to ids[1 ...] (count in ids[0], zeroed by the caller) every row q < rows whose k-list
-// is not full (idx[q * k + k - 1] < 0) or whose candidates overflowed (a slice count of a fused
-// level over `per`, or their sum over max_keys).
+// Appends to ids (count in *count, zeroed by the caller) every row q < rows whose k-list is not
+// full (idx[q * k + k - 1] < 0) or whose candidates overflowed (a slice count of a fused level
+// over `per`, or their sum over max_keys).
 void LaunchShortRows(const int64_t* idx, int64_t k, int64_t rows, const int32_t* counts,
-                     int64_t ysplit, int64_t per, int64_t max_keys, int64_t* ids,
+                     int64_t ysplit, int64_t per, int64_t max_keys, int64_t* count, int64_t* ids,
                      cudaStream_t stream);
 
 // Rows of `words` 4-byte words: gather (dst[i] = src[ids[i]]) or scatter (dst[ids[i]] = src[i]),

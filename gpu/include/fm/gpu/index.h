@@ -75,8 +75,8 @@ struct IndexOptions {
   // false: the portable mma.sync kernel everywhere (same results).
   bool fused_wgmma = true;
   // Fused path: the rank j of the previous level's distance used as a tentative bound for the
-  // next (queries left with fewer than k rows are searched again, exactly). 0 = auto (k/4 + 4
-  // for k >= 16 and searches of at least 2^30 query x corpus pairs, else off); -1 = off (always
+  // next (queries left with fewer than k rows are searched again, exactly). 0 = auto (k/4 + 8
+  // for k >= 16 and searches of at least 2^28 query x corpus pairs, else off); -1 = off (always
   // the k-th); j > 0 as given (testing knob).
   int64_t fused_tentative_rank = 0;
   bool collect_stats = false;             // time each stage with events (adds synchronisation)
