@@ -9,10 +9,12 @@
 // by its merge, the main stream for a buffer to be scored.
 //
 // Fused path (uint8, int8 precision, L2 or IP, device corpus): a fused int8 tensor-core kernel
-// that keeps only the rows under each query's threshold, run over nested strided samples of the
-// corpus and finally the whole corpus, each level's exact k-th distance becoming the next
-// level's threshold; a per-query sort of the few survivors. If a query overflows its candidate
-// slots at the last level, the tiled path redoes the search.
+// (wgmma on Hopper for 128-byte rows, mma.sync elsewhere) that keeps only the rows under each
+// query's threshold, run over nested strided samples of the corpus and finally the whole corpus,
+// each level's exact k-th distance (or, for large searches, a tentative smaller one) becoming the
+// next level's threshold; a per-query selection of the few survivors. Queries a tentative bound
+// left short are searched again under their safe bound; if a query overflows its candidate slots
+// at the last level otherwise, the tiled path redoes the search.
 #include <cuda_fp16.h>
 
 #include <algorithm>

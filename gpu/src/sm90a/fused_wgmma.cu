@@ -1,12 +1,12 @@
 // Hopper (sm_90a) scoring kernel of the fused int8 path, for 128-byte rows (D <= 128 uint8
 // descriptors). Warp-specialised: one producer warp moves each 128-row corpus block (TMA, in the
 // 128-byte swizzle the tensor cores read) and its column terms (bulk copy) into a ring of shared
-// memory stages, tracked by mbarriers; two consumer warpgroups (64 queries each) score a block
-// with warpgroup MMA (wgmma m64n128k32, int8 x int8 -> int32, both operands from shared memory)
-// into one of two accumulator sets while they test the previous block's scores, so the tensor
-// cores and the threshold tests overlap. A test turns a score into v = cterm + alpha * ip (the
-// distance minus the query's own term) and checks groups of four against the rows' limits; only
-// groups holding a candidate are looked at one by one. Same inputs and outputs as the portable
+// memory stages, tracked by mbarriers; four consumer warpgroups (64 queries each, 256 per CTA)
+// score a block with warpgroup MMA (wgmma m64n128k32, int8 x int8 -> int32, both operands from
+// shared memory) and test the scores, each warpgroup at its own pace (no block-wide barrier), so
+// one warpgroup's MMA runs while the others test. A test turns a score into v = cterm + alpha * ip
+// (the distance minus the query's own term) and checks groups of four against the rows' limits;
+// only groups holding a candidate are looked at one by one. Same inputs and outputs as the portable
 // mma.sync kernel (fused_int8.cu).
 //
 // This file is compiled for sm_90a only (gpu/CMakeLists.txt); elsewhere the kernel body is empty
