@@ -5,7 +5,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -44,6 +46,18 @@ namespace fm::gpu::detail {
 #endif
 
 namespace fm::gpu::detail {
+
+// Raises a kernel's dynamic shared-memory limit to `bytes` on the current device, once per device
+// (the attribute belongs to the device's context); `done` is the call site's mask of devices.
+template <typename Kernel>
+void SetMaxDynamicShared(Kernel kernel, int bytes, std::atomic<uint64_t>& done) {
+  int dev = 0;
+  FM_CUDA_CHECK(cudaGetDevice(&dev));
+  const uint64_t bit = dev >= 0 && dev < 64 ? uint64_t{1} << dev : 0;
+  if (bit != 0 && (done.load(std::memory_order_relaxed) & bit) != 0) return;
+  FM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  done.fetch_or(bit, std::memory_order_relaxed);
+}
 
 // Owning device allocation of n elements of T (uninitialised).
 template <typename T>

@@ -419,6 +419,33 @@ TEST(KnnIndex, TentativeRedoFallsBackPerQuery) {
   }
 }
 
+// Every device of the machine, one after the other in the same process: the kernels' shared
+// memory limits and the per-device choices hold on each (skipped with a single device).
+TEST(KnnIndex, EveryDeviceSearchesExactly) {
+  SKIP_WITHOUT_GPU();
+  const int devices = DeviceCount();
+  if (devices < 2) GTEST_SKIP() << "one CUDA device: this test needs two";
+  const auto corpus = RandomSift(30000, 128, 501, 300);
+  const auto queries = RandomSift(300, 128, 502, 300);
+  for (int dev = 0; dev < std::min(devices, 4); ++dev) {
+    for (bool fused : {true, false}) {
+      for (int64_t k : {20, 300}) {
+        IndexOptions o;
+        o.device = dev;
+        o.fused = fused;
+        Index index(o);
+        index.AddUint8(corpus.u8(), corpus.rows());
+        const GpuResult got = RunGpu(index, queries, k);
+        core::KnnParams kp;
+        kp.k = k;
+        ExpectExact(core::CreateCpuKnnBackend()->Search(queries, corpus, kp), got,
+                    "device " + std::to_string(dev) + (fused ? " fused" : " tiled") + " k=" +
+                        std::to_string(k) + " path " + index.last_stats().path);
+      }
+    }
+  }
+}
+
 // A corpus replaced by another of the same size (Reset, then Add): nothing of the first one's
 // per-corpus state survives in the second one's results.
 TEST(KnnIndex, ResetThenAddSameSizeIsExact) {

@@ -5,6 +5,7 @@
 // or under the threshold leave the kernel, as (distance, index) keys; a segmented sort of those
 // few keys gives the exact top-k. The distance matrix never exists.
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -511,13 +512,8 @@ void LaunchFusedKdG(const int8_t* queries, const RowStats* qstats, int64_t nq,
   constexpr int kLd = KD * 32 + 16;
   const std::size_t smem = kBlockRows * kLd + 2 * kIterRows * kLd +
                            2 * kIterRows * sizeof(RowStats) + 2 * kBlockRows * sizeof(int);
-  static bool attr_set = false;
-  if (!attr_set) {
-    FM_CUDA_CHECK(cudaFuncSetAttribute(FusedFilterKernel<KD, kGated>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(smem)));
-    attr_set = true;
-  }
+  static std::atomic<uint64_t> shared_set{0};
+  SetMaxDynamicShared(FusedFilterKernel<KD, kGated>, static_cast<int>(smem), shared_set);
   const int64_t qblocks = (nq + kBlockRows - 1) / kBlockRows;
   const int64_t nblocks = (n + kIterRows - 1) / kIterRows;
   dim3 grid(static_cast<unsigned>(qblocks), static_cast<unsigned>(plan.ysplit));
@@ -675,14 +671,10 @@ void LaunchSelectCandidates(const uint64_t* keys, const int32_t* counts, int64_t
     FM_CUDA_CHECK_LAUNCH();
     return;
   }
-  static bool attr_set = false;
-  if (!attr_set) {
-    FM_CUDA_CHECK(cudaFuncSetAttribute(SelectCandidatesKernel,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>((kMaxKeys + kMaxSelectBucket) *
-                                                        sizeof(uint64_t))));
-    attr_set = true;
-  }
+  static std::atomic<uint64_t> shared_set{0};
+  SetMaxDynamicShared(SelectCandidatesKernel,
+                      static_cast<int>((kMaxKeys + kMaxSelectBucket) * sizeof(uint64_t)),
+                      shared_set);
   // 256 threads select the k smallest (k up to kMaxSelectBucket); larger k sort every candidate.
   const int block = k <= kMaxSelectBucket ? 256 : plan.max_keys >= 4096 ? 512 : 256;
   int64_t kb = 32;  // the selected words' bucket

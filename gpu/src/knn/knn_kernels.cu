@@ -3,6 +3,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 
@@ -361,12 +362,8 @@ void LaunchMergeTopK(float* run_vals, int64_t* run_idx, int64_t k, const float* 
                      cudaStream_t stream) {
   if (rows <= 0) return;
   const std::size_t smem = static_cast<std::size_t>(k + kb) * (sizeof(float) + sizeof(int64_t));
-  static bool attr_set = false;
-  if (!attr_set) {
-    FM_CUDA_CHECK(cudaFuncSetAttribute(MergeKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       96 * 1024));
-    attr_set = true;
-  }
+  static std::atomic<uint64_t> shared_set{0};
+  SetMaxDynamicShared(MergeKernel, 96 * 1024, shared_set);
   const int block = k + kb >= 512 ? 256 : 128;
   for (int64_t r0 = 0; r0 < rows; r0 += (1LL << 30)) {
     const int64_t rn = rows - r0 < (1LL << 30) ? rows - r0 : (1LL << 30);

@@ -13,6 +13,7 @@
 // and FusedWgmmaAvailable() is false, so it is never launched.
 #include <cuda.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -386,13 +387,9 @@ void LaunchFusedFilterWgmma(const int8_t* queries, const RowStats* qstats, int64
   const CUtensorMap qmap = RowMap(queries, nq, kRow, 64);
   const CUtensorMap cmap = RowMap(corpus, n, row_stride * kRow, kC);
   dim3 grid(static_cast<unsigned>(qblocks), static_cast<unsigned>(plan.ysplit));
-  static bool attr_set[2] = {false, false};
+  static std::atomic<uint64_t> shared_set[2];
   auto launch = [&](auto kernel, int which) {
-    if (!attr_set[which]) {
-      FM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         kSmemBytes));
-      attr_set[which] = true;
-    }
+    SetMaxDynamicShared(kernel, kSmemBytes, shared_set[which]);
     kernel<<<grid, kThreads, kSmemBytes, stream>>>(qmap, cmap, qstats, nq, cterms, n, dim,
                                                     thresholds, keys, counts,
                                                     static_cast<int>(plan.per), nblocks,
