@@ -610,13 +610,14 @@ struct Index::Impl {
       return true;
     };
     // Tentative bounds: a level after the coarsest may run under the previous level's j-th
-    // distance (j = k/4 + 8 by default; bench/results/h100.md) instead of its k-th, which lets about 8j rows per query pass
-    // instead of 8k. A query left with fewer than k rows under it (or overflowing its slots)
-    // keeps its safe bound (the last valid k-th it had) for the next level; after the last level
-    // such queries are searched again under their safe bound, with room for many more
-    // candidates (or, should that overflow too, by the tiled path), so the result stays exact. That second search costs a round trip, so bounds
-    // are tentative only for large searches (nq x n >= 2^28) unless the rank is given. Not with
-    // bounds given from outside (they may leave fewer than k rows on purpose).
+    // distance (j = k/4 + 8 by default; bench/results/h100.md) instead of its k-th, which lets
+    // about 8j rows per query pass instead of 8k. A query left with fewer than k rows under it
+    // (or overflowing its slots) keeps its safe bound (the last valid k-th it had) for the next
+    // level; after the last level such queries are searched again under their safe bound, with
+    // room for many more candidates (or, should that overflow too, by the tiled path), so the
+    // result stays exact. That second search costs a round trip, so bounds are tentative only
+    // for large searches (nq x n >= 2^28) unless the rank is given. Not with bounds given from
+    // outside (they may leave fewer than k rows on purpose).
     int64_t tent_rank = opt.fused_tentative_rank;
     if (tent_rank == 0) tent_rank = k >= 16 ? k / 4 + 8 : -1;
     const bool tentative = !init_thr && tent_rank > 0 && tent_rank < k &&
