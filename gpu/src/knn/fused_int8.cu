@@ -33,13 +33,6 @@ __device__ __forceinline__ void MmaS8(int (&c)[4], const uint32_t (&a)[4], uint3
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Distance = row_term(q) + col_term(c) + alpha * ip, all integers:
-//   L2: ||q'||^2 + ||c'||^2 - 2 ip'          (shift-invariant)
-//   IP: -(ip' + 128 (sum q' + sum c') + 16384 D)
-__device__ __forceinline__ int QueryTerm(const RowStats& s, MetricCode m, int dim) {
-  return m == MetricCode::kL2 ? __float2int_rn(s.x) : -128 * __float2int_rn(s.y) - 16384 * dim;
-}
-
 __device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], const void* smem_row) {
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem_row));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -83,7 +76,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
   if (tid < kBlockRows) {
     cnt_s[tid] = 0;
-    qterm_s[tid] = q0 + tid < nq ? QueryTerm(qstats[q0 + tid], metric, dim) : 0;
+    qterm_s[tid] = q0 + tid < nq ? FusedQueryTerm(qstats[q0 + tid], l2, dim) : 0;
   }
   // The four query rows of this thread's accumulators: wm*32 + mt*16 + h*8 + g. The test
   // d = qterm + cterm + alpha*ip <= thr becomes cterm + alpha*ip <= thr - qterm.
@@ -91,17 +84,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int64_t q = q0 + wm * 32 + (i >> 1) * 16 + (i & 1) * 8 + g;
-    if (q < nq) {
-      const int qterm = QueryTerm(qstats[q], metric, dim);
-      const float th = thresholds[q];
-      const long long lim = th >= 1.0e9f ? INT_MAX
-                            : th < -1.0e9f ? INT_MIN
-                                           : static_cast<long long>(floorf(th)) - qterm;
-      // Distances stay within +-2^25: clamping keeps the test and the arithmetic below in int.
-      qlim[i] = static_cast<int>(lim > (1 << 28) ? (1 << 28) : (lim < -(1 << 28) ? -(1 << 28) : lim));
-    } else {
-      qlim[i] = -(1 << 28);
-    }
+    qlim[i] = q < nq ? FusedRowLimit(thresholds[q], FusedQueryTerm(qstats[q], l2, dim))
+                     : -(1 << 28);
   }
 
   auto load_b = [&](int64_t blk, int stage) {
@@ -149,7 +133,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const RowStats st = cs[wn * 64 + nt * 8 + 2 * t + j];
-        const int cterm = l2 ? __float2int_rn(st.x) : -128 * __float2int_rn(st.y);
+        const int cterm = FusedColumnTerm(st, l2);
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           const int diff = cterm - qlim[i];
@@ -199,7 +183,7 @@ __global__ void __launch_bounds__(kThreads, 2)
           const int cl = wn * 64 + nt * 8 + 2 * t + j;
           const int64_t c = cbase + cl;
           const RowStats st = cs[cl];
-          const int cterm = l2 ? __float2int_rn(st.x) : -128 * __float2int_rn(st.y);
+          const int cterm = FusedColumnTerm(st, l2);
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             const int a = acc[i >> 1][nt][(i & 1) * 2 + j];
@@ -225,7 +209,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int j = 0; j < 2; ++j) {
         const int cl = wn * 64 + nt * 8 + 2 * t + j;
         const RowStats st = cs[cl];
-        const int cterm = l2 ? __float2int_rn(st.x) : -128 * __float2int_rn(st.y);
+        const int cterm = FusedColumnTerm(st, l2);
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           const int v = cterm + alpha * acc[i >> 1][nt][(i & 1) * 2 + j];
@@ -621,8 +605,7 @@ __global__ void ColumnTermsKernel(const RowStats* __restrict__ cstats, int64_t n
     cterms[r] = 1 << 28;
     return;
   }
-  const RowStats st = cstats[r * row_stride];
-  cterms[r] = l2 ? __float2int_rn(st.x) : -128 * __float2int_rn(st.y);
+  cterms[r] = FusedColumnTerm(cstats[r * row_stride], l2);
 }
 }  // namespace
 

@@ -623,7 +623,6 @@ struct Index::Impl {
     const bool tentative = !init_thr && tent_rank > 0 && tent_rank < k &&
                            (opt.fused_tentative_rank > 0 ||
                             static_cast<double>(nq) * static_cast<double>(n) >= 268435456.0);
-    const bool tent_inner = tentative;
     DeviceBuffer<float>& thr_safe = s_thr_safe;
     thr_safe.Resize(static_cast<std::size_t>(nq));
     FM_CUDA_CHECK(cudaMemcpyAsync(thr_safe.data(), thr.data(), nq * sizeof(float),
@@ -633,20 +632,18 @@ struct Index::Impl {
       const int64_t rows = (n - 1) / st + 1;
       const bool last = level == 0;
       const bool coarsest = level == static_cast<int>(strides.size()) - 1;
-      const bool tent_here = last ? tentative : tent_inner;
       // The coarsest level's slices hold all its rows (all pass unless a bound is given).
       const double expected = coarsest    ? static_cast<double>(rows)
-                              : tent_here ? static_cast<double>(kFactor * tent_rank)
+                              : tentative ? static_cast<double>(kFactor * tent_rank)
                                           : static_cast<double>(kFactor * k);
       if (!run_level(qop, qst, nq, rows, st, thr.data(), expected, coarsest,
                      last ? out_v : lv.data(), last ? out_i : li.data(),
                      last ? last_flags : inner_flags))
         return false;
       if (!last) {
-        const bool next_tent = level == 1 ? tentative : tent_inner;
         t_select.Begin(ms);
         detail::LaunchNextThresholds(lv.data(), li.data(), k, nq, init_thr,
-                                     next_tent ? tent_rank : 0, thr_safe.data(), thr.data(), ms);
+                                     tentative ? tent_rank : 0, thr_safe.data(), thr.data(), ms);
         t_select.End(ms);
       }
     }
@@ -698,10 +695,8 @@ struct Index::Impl {
         // A safe bound carried over several levels can still let too many rows through: these
         // few queries take the GEMM + select path, which has no candidate limit.
         StageTimer t_copy(false);
-        const std::string path = stats.path;
         SearchTiled(s_redo_q.data(), s_redo_st.data(), m, k, s_redo_v.data(), s_redo_i.data(),
                     t_score, t_select, t_copy);
-        stats.path = path;
       }
       detail::LaunchCopyRows4(s_redo_v.data(), k, ids, m, out_v, false, ms);
       detail::LaunchCopyRows4(s_redo_i.data(), 2 * k, ids, m, out_i, false, ms);

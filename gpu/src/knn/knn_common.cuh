@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstdint>
 
 namespace fm::gpu::detail {
@@ -36,6 +37,25 @@ __device__ __forceinline__ uint32_t OrderedBits(float v) {
 __device__ __forceinline__ float FromOrderedBits(uint32_t o) {
   const uint32_t b = (o & 0x80000000u) ? (o & 0x7fffffffu) : ~o;
   return __uint_as_float(b);
+}
+
+// Fused int8 path (shifted operands x' = x - 128, row statistics s: x = squared norm, y = sum):
+// distance = query term + column term + alpha * ip', all integers.
+//   L2 (alpha -2): ||q'||^2 + ||c'||^2 - 2 ip'            (shift-invariant)
+//   IP (alpha -1): -(ip' + 128 (sum q' + sum c') + 16384 D)
+__device__ __forceinline__ int FusedQueryTerm(const float4& s, bool l2, int dim) {
+  return l2 ? __float2int_rn(s.x) : -128 * __float2int_rn(s.y) - 16384 * dim;
+}
+__device__ __forceinline__ int FusedColumnTerm(const float4& s, bool l2) {
+  return l2 ? __float2int_rn(s.x) : -128 * __float2int_rn(s.y);
+}
+// The test d <= threshold as column term + alpha * ip' <= limit: floor(th) - qterm, clamped to
+// +-2^28 (distances stay within +-2^25, so every comparison and sum stays in int).
+__device__ __forceinline__ int FusedRowLimit(float th, int qterm) {
+  const long long lim = th >= 1.0e9f ? INT_MAX
+                        : th < -1.0e9f ? INT_MIN
+                                       : static_cast<long long>(floorf(th)) - qterm;
+  return static_cast<int>(lim > (1 << 28) ? (1 << 28) : (lim < -(1 << 28) ? -(1 << 28) : lim));
 }
 
 }  // namespace fm::gpu::detail

@@ -148,15 +148,6 @@ __device__ __forceinline__ void IssueBlock(int (&d)[64], uint64_t desc_a, uint64
 }
 #endif
 
-// thresholds -> the limit on v = cterm + alpha * ip: d = qterm + v <= floor(thr).
-__device__ __forceinline__ int RowLimit(float th, int qterm) {
-  const long long lim = th >= 1.0e9f ? INT_MAX
-                        : th < -1.0e9f ? INT_MIN
-                                       : static_cast<long long>(floorf(th)) - qterm;
-  // Distances stay within +-2^25: clamping keeps every comparison in int.
-  return static_cast<int>(lim > (1 << 28) ? (1 << 28) : (lim < -(1 << 28) ? -(1 << 28) : lim));
-}
-
 template <bool kL2>
 __global__ void __launch_bounds__(kThreads, 1)
     FusedWgmmaKernel(const __grid_constant__ CUtensorMap qmap,
@@ -222,16 +213,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int r0 = wg * 64 + (warp & 3) * 16 + g, r1 = r0 + 8;
   constexpr int kAlpha = kL2 ? -2 : -1;
   int qlim0 = -(1 << 28), qlim1 = -(1 << 28), qterm0 = 0, qterm1 = 0;
-  auto query_term = [&](const RowStats& st) {
-    return kL2 ? __float2int_rn(st.x) : -128 * __float2int_rn(st.y) - 16384 * dim;
-  };
   if (q0 + r0 < nq) {
-    qterm0 = query_term(qstats[q0 + r0]);
-    qlim0 = RowLimit(thresholds[q0 + r0], qterm0);
+    qterm0 = FusedQueryTerm(qstats[q0 + r0], kL2, dim);
+    qlim0 = FusedRowLimit(thresholds[q0 + r0], qterm0);
   }
   if (q0 + r1 < nq) {
-    qterm1 = query_term(qstats[q0 + r1]);
-    qlim1 = RowLimit(thresholds[q0 + r1], qterm1);
+    qterm1 = FusedQueryTerm(qstats[q0 + r1], kL2, dim);
+    qlim1 = FusedRowLimit(thresholds[q0 + r1], qterm1);
   }
   uint64_t* keys0 = keys + ((q0 + r0) * ysplit + blockIdx.y) * per;
   uint64_t* keys1 = keys + ((q0 + r1) * ysplit + blockIdx.y) * per;
