@@ -486,6 +486,48 @@ __global__ void __launch_bounds__(128)
   StoreSelected(sel, cnt, k, out_vals + q * k, out_idx + q * k, lane, 32);
 }
 
+// One warp per query of an inner level: only the next level's bounds, from the candidates'
+// distances (no sorted list, no indices), with the rules of NextThresholdsKernel: a query with
+// fewer than k candidates keeps its safe bound. The k-th and the rank-th distances come from
+// WarpTwoRankBounds (rounded up below 16 resolved bits: an upper bound is as valid a bound as the
+// value itself). Shared memory per warp: max_keys candidates, the selection's state, a second
+// histogram.
+__global__ void __launch_bounds__(128)
+    LevelBoundsKernel(const uint64_t* __restrict__ keys, const int32_t* __restrict__ counts,
+                      int64_t nq, int ysplit, int per, int max_keys, int64_t k, int64_t rank,
+                      const float* __restrict__ bound, float* __restrict__ safe,
+                      float* __restrict__ thr, int32_t* flags, int64_t* total) {
+  extern __shared__ uint64_t wkeys[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const int64_t q = static_cast<int64_t>(blockIdx.x) * nwarps + warp;
+  if (q >= nq) return;
+  uint64_t* skeys = wkeys + static_cast<int64_t>(warp) * max_keys;
+  QmsShared* qs_all =
+      reinterpret_cast<QmsShared*>(wkeys + static_cast<int64_t>(nwarps) * max_keys);
+  unsigned* hist_b = reinterpret_cast<unsigned*>(qs_all + nwarps) + warp * 256;
+  const int cnt = GatherSlices(keys, counts, q, ysplit, per, max_keys, skeys, flags, total);
+  __syncwarp();
+  const bool full = cnt >= k;
+  float s = safe[q];
+  unsigned kth = 0, rth = 0;
+  if (full) {
+    WarpTwoRankBounds(
+        static_cast<int>(k - 1), static_cast<int>(rank > 0 ? rank - 1 : k - 1), qs_all[warp],
+        hist_b,
+        [&](auto&& f) {
+          for (int i = lane; i < cnt; i += 32) f(static_cast<unsigned>(skeys[i] >> 32));
+        },
+        kth, rth);
+    s = FromOrderedBits(kth);
+  }
+  if (bound) s = fminf(s, bound[q]);
+  const float t = rank > 0 && full ? fminf(FromOrderedBits(rth), s) : s;
+  if (lane == 0) {
+    safe[q] = s;
+    thr[q] = t;
+  }
+}
+
 constexpr int64_t kMaxKeys = 16384;
 
 template <int KD, bool kGated>
@@ -615,6 +657,23 @@ void LaunchColumnTerms(const RowStats* cstats, int64_t n, int64_t row_stride, Me
   ColumnTermsKernel<<<static_cast<unsigned>((n + 127) / 128 * 128 / 256 + 1), 256, 0, stream>>>(
       cstats, n, row_stride, metric == MetricCode::kL2, cterms);
   FM_CUDA_CHECK_LAUNCH();
+}
+
+bool LaunchLevelBounds(const uint64_t* keys, const int32_t* counts, int64_t nq,
+                       const FusedPlan& plan, int64_t k, int64_t rank, const float* bound,
+                       float* safe, float* thr, int32_t* flags, int64_t* total,
+                       cudaStream_t stream) {
+  if (plan.max_keys > 1024 || k > 0x7fffffff) return false;
+  if (nq <= 0) return true;
+  constexpr int kWarps = 4;
+  const int64_t blocks = (nq + kWarps - 1) / kWarps;
+  const std::size_t smem =
+      kWarps * (plan.max_keys * sizeof(uint64_t) + sizeof(QmsShared) + 256 * sizeof(unsigned));
+  LevelBoundsKernel<<<static_cast<unsigned>(blocks), kWarps * 32, smem, stream>>>(
+      keys, counts, nq, static_cast<int>(plan.ysplit), static_cast<int>(plan.per),
+      static_cast<int>(plan.max_keys), k, rank, bound, safe, thr, flags, total);
+  FM_CUDA_CHECK_LAUNCH();
+  return true;
 }
 
 void LaunchSelectCandidates(const uint64_t* keys, const int32_t* counts, int64_t nq,

@@ -557,8 +557,28 @@ struct Index::Impl {
     if (use_wgmma && cop != corpus.data())
       cterms.Resize(static_cast<std::size_t>((n + 127) / 128 * 128));
     stats.score_kernel = use_wgmma ? "wgmma" : "mma.sync";
+    // Tentative bounds: a level after the coarsest may run under the previous level's j-th
+    // distance (j = k/4 + 8 by default; bench/results/h100.md) instead of its k-th, which lets
+    // about 8j rows per query pass instead of 8k. A query left with fewer than k rows under it
+    // (or overflowing its slots) keeps its safe bound (the last valid k-th it had) for the next
+    // level; after the last level such queries are searched again under their safe bound, with
+    // room for many more candidates (or, should that overflow too, by the tiled path), so the
+    // result stays exact. That second search costs a round trip, so bounds are tentative only
+    // for large searches (nq x n >= 2^28) unless the rank is given. Not with bounds given from
+    // outside (they may leave fewer than k rows on purpose).
+    int64_t tent_rank = opt.fused_tentative_rank;
+    if (tent_rank == 0) tent_rank = k >= 16 ? k / 4 + 8 : -1;
+    const bool tentative = !init_thr && tent_rank > 0 && tent_rank < k &&
+                           (opt.fused_tentative_rank > 0 ||
+                            static_cast<double>(nq) * static_cast<double>(n) >= 268435456.0);
+    DeviceBuffer<float>& thr_safe = s_thr_safe;
+    thr_safe.Resize(static_cast<std::size_t>(nq));
+    FM_CUDA_CHECK(cudaMemcpyAsync(thr_safe.data(), thr.data(), nq * sizeof(float),
+                                  cudaMemcpyDeviceToDevice, ms));
     // One level: queries q_* (q_n of them) against corpus rows r * st, r < rows, keeping the rows
-    // at or under th[q]; the k best per query into ov / oi. False when the scratch is too small.
+    // at or under th[q]; the k best per query into ov / oi, or with ov null (an inner level of
+    // all nq queries) the next level's bounds into thr / thr_safe. False when the scratch is too
+    // small.
     detail::FusedPlan level_plan;  // the plan of the last run_level
     auto run_level = [&](const uint8_t* q_op, const RowStats* q_st, int64_t q_n, int64_t rows,
                          int64_t st, const float* th, double expected, bool all_pass, float* ov,
@@ -602,31 +622,23 @@ struct Index::Impl {
       }
       t_score.End(ms);
       t_select.Begin(ms);
-      detail::LaunchSelectCandidates(keys.data(), counts.data(), q_n, plan, k, ov, oi,
-                                     flags, total, ms);
+      const int64_t rank = tentative ? tent_rank : 0;
+      if (ov != nullptr) {
+        detail::LaunchSelectCandidates(keys.data(), counts.data(), q_n, plan, k, ov, oi, flags,
+                                       total, ms);
+      } else if (!detail::LaunchLevelBounds(keys.data(), counts.data(), q_n, plan, k, rank,
+                                            init_thr, thr_safe.data(), thr.data(), flags, total,
+                                            ms)) {
+        detail::LaunchSelectCandidates(keys.data(), counts.data(), q_n, plan, k, lv.data(),
+                                       li.data(), flags, total, ms);
+        detail::LaunchNextThresholds(lv.data(), li.data(), k, q_n, init_thr, rank,
+                                     thr_safe.data(), thr.data(), ms);
+      }
       t_select.End(ms);
       stats.tile_cols = plan.ysplit;
       level_plan = plan;
       return true;
     };
-    // Tentative bounds: a level after the coarsest may run under the previous level's j-th
-    // distance (j = k/4 + 8 by default; bench/results/h100.md) instead of its k-th, which lets
-    // about 8j rows per query pass instead of 8k. A query left with fewer than k rows under it
-    // (or overflowing its slots) keeps its safe bound (the last valid k-th it had) for the next
-    // level; after the last level such queries are searched again under their safe bound, with
-    // room for many more candidates (or, should that overflow too, by the tiled path), so the
-    // result stays exact. That second search costs a round trip, so bounds are tentative only
-    // for large searches (nq x n >= 2^28) unless the rank is given. Not with bounds given from
-    // outside (they may leave fewer than k rows on purpose).
-    int64_t tent_rank = opt.fused_tentative_rank;
-    if (tent_rank == 0) tent_rank = k >= 16 ? k / 4 + 8 : -1;
-    const bool tentative = !init_thr && tent_rank > 0 && tent_rank < k &&
-                           (opt.fused_tentative_rank > 0 ||
-                            static_cast<double>(nq) * static_cast<double>(n) >= 268435456.0);
-    DeviceBuffer<float>& thr_safe = s_thr_safe;
-    thr_safe.Resize(static_cast<std::size_t>(nq));
-    FM_CUDA_CHECK(cudaMemcpyAsync(thr_safe.data(), thr.data(), nq * sizeof(float),
-                                  cudaMemcpyDeviceToDevice, ms));
     for (int level = static_cast<int>(strides.size()) - 1; level >= 0; --level) {
       const int64_t st = strides[level];
       const int64_t rows = (n - 1) / st + 1;
@@ -637,15 +649,9 @@ struct Index::Impl {
                               : tentative ? static_cast<double>(kFactor * tent_rank)
                                           : static_cast<double>(kFactor * k);
       if (!run_level(qop, qst, nq, rows, st, thr.data(), expected, coarsest,
-                     last ? out_v : lv.data(), last ? out_i : li.data(),
+                     last ? out_v : nullptr, last ? out_i : nullptr,
                      last ? last_flags : inner_flags))
         return false;
-      if (!last) {
-        t_select.Begin(ms);
-        detail::LaunchNextThresholds(lv.data(), li.data(), k, nq, init_thr,
-                                     tentative ? tent_rank : 0, thr_safe.data(), thr.data(), ms);
-        t_select.End(ms);
-      }
     }
     DeviceBuffer<int64_t>& short_ids = s_short_ids;
     if (tentative) {

@@ -105,6 +105,15 @@ void LaunchSelectCandidates(const uint64_t* keys, const int32_t* counts, int64_t
                             const FusedPlan& plan, int64_t k, float* out_vals, int64_t* out_idx,
                             int32_t* flags, int64_t* total, cudaStream_t stream);
 
+// The next level's bounds straight from an inner level's candidates, with the rules of
+// LaunchNextThresholds (k-th and rank-th distances rounded up to 16 bits below the candidates'
+// first differing bit; no k-lists written). False, launching nothing, when the candidates are too
+// many for it (plan.max_keys > 1024): then select and LaunchNextThresholds.
+bool LaunchLevelBounds(const uint64_t* keys, const int32_t* counts, int64_t nq,
+                       const FusedPlan& plan, int64_t k, int64_t rank, const float* bound,
+                       float* safe, float* thr, int32_t* flags, int64_t* total,
+                       cudaStream_t stream);
+
 // Strided k-th value: thresholds[q] = vals[q * k + k - 1], or its minimum with bound[q].
 void LaunchKthColumn(const float* vals, int64_t k, int64_t rows, const float* bound,
                      float* thresholds, cudaStream_t stream);

@@ -113,6 +113,104 @@ __device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key,
   return prefix | ~mask;
 }
 
+// Of a histogram of 256 bins (shared memory) read by one warp: the bin holding rank r (0-based,
+// below the histogram's total) and r's rank within that bin, on every lane.
+__device__ __forceinline__ void WarpHistPick(const unsigned* hist, int r, int& bin, int& rest) {
+  const int lane = threadIdx.x & 31;
+  unsigned c[8], sum = 0;
+#pragma unroll
+  for (int b = 0; b < 8; ++b) {
+    c[b] = hist[lane * 8 + b];
+    sum += c[b];
+  }
+  unsigned incl = sum;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const unsigned t = __shfl_up_sync(kFullMask, incl, o);
+    if (lane >= o) incl += t;
+  }
+  unsigned acc = incl - sum;
+  const bool here = acc <= static_cast<unsigned>(r) && static_cast<unsigned>(r) < incl;
+  int my_bin = 0, my_rest = 0;
+  if (here) {
+#pragma unroll
+    for (int b = 0; b < 8; ++b) {
+      if (static_cast<unsigned>(r) >= acc && static_cast<unsigned>(r) < acc + c[b]) {
+        my_bin = lane * 8 + b;
+        my_rest = r - static_cast<int>(acc);
+      }
+      acc += c[b];
+    }
+  }
+  const int owner = __ffs(__ballot_sync(kFullMask, here)) - 1;
+  bin = __shfl_sync(kFullMask, my_bin, owner);
+  rest = __shfl_sync(kFullMask, my_rest, owner);
+}
+
+// Upper bounds of the keys of ranks ra and rb (0-based, below the number of keys) among the
+// 32-bit keys one warp presents (each_key as in BlockRadixSelect), from one pass over the keys'
+// minimum and maximum and two radix rounds shared by both ranks: 16 bits from the keys' first
+// differing bit down are resolved, the bits left are set (exact when that bit is bit 15 or
+// lower; for the ordered bits of floats the bits left are low mantissa bits). qs.hist and hist_b
+// (256 words of the warp's shared memory) are the histograms.
+template <typename EachKey>
+__device__ void WarpTwoRankBounds(int ra, int rb, QmsShared& qs, unsigned* hist_b,
+                                  EachKey&& each_key, unsigned& va, unsigned& vb) {
+  const int lane = threadIdx.x & 31;
+  unsigned mn = 0xffffffffu, mx = 0;
+  each_key([&](unsigned key) {
+    mn = min(mn, key);
+    mx = max(mx, key);
+  });
+  for (int o = 16; o > 0; o >>= 1) {
+    mn = min(mn, __shfl_xor_sync(kFullMask, mn, o));
+    mx = max(mx, __shfl_xor_sync(kFullMask, mx, o));
+  }
+  if (mn == mx) {
+    va = vb = mn;
+    return;
+  }
+  const int top = 31 - __clz(mn ^ mx);  // highest differing bit; the bits above it are shared
+  unsigned mask = top == 31 ? 0u : ~((2u << top) - 1u);
+  const unsigned prefix = mn & mask;
+  const int shift = top - 7 < 0 ? 0 : top - 7;
+  for (int i = lane; i < 256; i += 32) qs.hist[i] = 0;
+  __syncwarp();
+  each_key([&](unsigned key) { atomicAdd(&qs.hist[(key >> shift) & 255u], 1u); });
+  __syncwarp();
+  int bin_a, rest_a, bin_b, rest_b;
+  WarpHistPick(qs.hist, ra, bin_a, rest_a);
+  WarpHistPick(qs.hist, rb, bin_b, rest_b);
+  const unsigned pa = prefix | (static_cast<unsigned>(bin_a) << shift);
+  const unsigned pb = prefix | (static_cast<unsigned>(bin_b) << shift);
+  mask |= 255u << shift;
+  if (mask == 0xffffffffu) {  // every bit resolved in one round
+    va = pa;
+    vb = pb;
+    __syncwarp();
+    return;
+  }
+  const int shift2 = shift - 8 < 0 ? 0 : shift - 8;
+  __syncwarp();
+  for (int i = lane; i < 256; i += 32) {
+    qs.hist[i] = 0;
+    hist_b[i] = 0;
+  }
+  __syncwarp();
+  each_key([&](unsigned key) {
+    const unsigned p = key & mask;
+    if (p == pa) atomicAdd(&qs.hist[(key >> shift2) & 255u], 1u);
+    if (p == pb && pb != pa) atomicAdd(&hist_b[(key >> shift2) & 255u], 1u);
+  });
+  __syncwarp();
+  WarpHistPick(qs.hist, rest_a, bin_a, rest_a);
+  WarpHistPick(pb == pa ? qs.hist : hist_b, rest_b, bin_b, rest_b);
+  mask |= 255u << shift2;
+  va = (pa | (static_cast<unsigned>(bin_a) << shift2)) | ~mask;
+  vb = (pb | (static_cast<unsigned>(bin_b) << shift2)) | ~mask;
+  __syncwarp();  // the histograms are free again
+}
+
 // Leaves the k smallest of the n words load(0 .. n-1) (load may be called several times for an
 // index) sorted ascending in out[0, KB) (this warp's shared memory), padded with kSentinel.
 // k <= KB; one warp, qs its own.
