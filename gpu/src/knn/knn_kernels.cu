@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda_check.cuh"
 #include "knn/knn_common.cuh"
@@ -28,6 +29,14 @@ __device__ __forceinline__ long long WarpSumL(long long v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
+__device__ __forceinline__ int WarpSumI(int v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_add_sync(0xffffffffu, v);
+#else
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+#endif
+}
 
 template <typename OutT>
 __device__ __forceinline__ void StoreOperand(OutT* p, float v);
@@ -42,6 +51,15 @@ __device__ __forceinline__ void StoreOperand<float>(float* p, float v) {
 template <>
 __device__ __forceinline__ void StoreOperand<__half>(__half* p, float v) {
   *p = __float2half_rn(v);
+}
+// An integer operand value (|v| <= 255): int8 operands without a float round trip.
+template <typename OutT>
+__device__ __forceinline__ void StoreIntOperand(OutT* p, int v) {
+  if constexpr (std::is_same_v<OutT, int8_t>) {
+    *p = static_cast<int8_t>(v);
+  } else {
+    StoreOperand<OutT>(p, static_cast<float>(v));
+  }
 }
 
 // One warp per row. uint8 input: exact integer statistics. Float input: the CPU backend's
@@ -59,22 +77,45 @@ __global__ void PrepareKernel(const void* __restrict__ raw, int64_t rows, int32_
     const uint8_t* r = static_cast<const uint8_t*>(raw) + row * dim;
     const int shift = kind == OperandKind::kInt8Shifted ? 128 : 0;
     long long s = 0, s2 = 0, s_raw = 0, s2_raw = 0;
-    for (int j = lane; j < padded_dim; j += kWarp) {
-      int v = 0;
-      if (j < dim) {
-        const int x = r[j];
-        v = x - shift;
-        s += v;
-        s2 += v * v;
-        s_raw += x;
-        s2_raw += x * x;
+    if (dim <= 32768) {  // sums of squares stay under 2^31: int sums, one reduction each
+      const bool raw = metric == MetricCode::kCos || metric == MetricCode::kPearson;
+      int a = 0, a2 = 0, b = 0, b2 = 0;
+      for (int j = lane; j < padded_dim; j += kWarp) {
+        int v = 0;
+        if (j < dim) {
+          const int x = r[j];
+          v = x - shift;
+          a += v;
+          a2 += v * v;
+          b += x;
+          b2 += x * x;
+        }
+        StoreIntOperand<OutT>(o + j, v);
       }
-      StoreOperand<OutT>(o + j, static_cast<float>(v));
+      s = WarpSumI(a);
+      s2 = WarpSumI(a2);
+      if (raw) {
+        s_raw = WarpSumI(b);
+        s2_raw = WarpSumI(b2);
+      }
+    } else {
+      for (int j = lane; j < padded_dim; j += kWarp) {
+        int v = 0;
+        if (j < dim) {
+          const int x = r[j];
+          v = x - shift;
+          s += v;
+          s2 += v * v;
+          s_raw += x;
+          s2_raw += x * x;
+        }
+        StoreOperand<OutT>(o + j, static_cast<float>(v));
+      }
+      s = WarpSumL(s);
+      s2 = WarpSumL(s2);
+      s_raw = WarpSumL(s_raw);
+      s2_raw = WarpSumL(s2_raw);
     }
-    s = WarpSumL(s);
-    s2 = WarpSumL(s2);
-    s_raw = WarpSumL(s_raw);
-    s2_raw = WarpSumL(s2_raw);
     st.x = static_cast<float>(s2);
     st.y = static_cast<float>(s);
     if (metric == MetricCode::kCos) {

@@ -20,6 +20,40 @@ struct QmsShared {
   u64 warp_max[32];
 };
 
+// Of a histogram of 256 bins (shared memory) read by one warp: the bin holding rank r (0-based,
+// below the histogram's total) and r's rank within that bin, on every lane.
+__device__ __forceinline__ void WarpHistPick(const unsigned* hist, int r, int& bin, int& rest) {
+  const int lane = threadIdx.x & 31;
+  unsigned c[8], sum = 0;
+#pragma unroll
+  for (int b = 0; b < 8; ++b) {
+    c[b] = hist[lane * 8 + b];
+    sum += c[b];
+  }
+  unsigned incl = sum;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const unsigned t = __shfl_up_sync(kFullMask, incl, o);
+    if (lane >= o) incl += t;
+  }
+  unsigned acc = incl - sum;
+  const bool here = acc <= static_cast<unsigned>(r) && static_cast<unsigned>(r) < incl;
+  int my_bin = 0, my_rest = 0;
+  if (here) {
+#pragma unroll
+    for (int b = 0; b < 8; ++b) {
+      if (static_cast<unsigned>(r) >= acc && static_cast<unsigned>(r) < acc + c[b]) {
+        my_bin = lane * 8 + b;
+        my_rest = r - static_cast<int>(acc);
+      }
+      acc += c[b];
+    }
+  }
+  const int owner = __ffs(__ballot_sync(kFullMask, here)) - 1;
+  bin = __shfl_sync(kFullMask, my_bin, owner);
+  rest = __shfl_sync(kFullMask, my_rest, owner);
+}
+
 // The key of rank r (0 = smallest) among the 32-bit keys the block's T threads present:
 // each_key(f) calls f(key) for every key of the calling thread. A radix select over a 256-bin
 // shared histogram, one byte per round, starting at the highest bit where the keys differ (the
@@ -78,6 +112,16 @@ __device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key,
       if ((key & mask) == prefix) atomicAdd(&qs.hist[(key >> shift) & 255u], 1u);
     });
     sync();
+    if constexpr (T == 32) {  // one warp: the pick by shuffles, no shared round trip
+      int bin, rest;
+      WarpHistPick(qs.hist, r, bin, rest);
+      prefix |= static_cast<unsigned>(bin) << shift;
+      mask |= 255u << shift;
+      r = rest;
+      shift -= 8;
+      __syncwarp();
+      continue;
+    }
     if (tid < 32) {
       unsigned c[8], sum = 0;
 #pragma unroll
@@ -111,40 +155,6 @@ __device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key,
   }
   sync();  // hist, sel_* and the warp slots are reused
   return prefix | ~mask;
-}
-
-// Of a histogram of 256 bins (shared memory) read by one warp: the bin holding rank r (0-based,
-// below the histogram's total) and r's rank within that bin, on every lane.
-__device__ __forceinline__ void WarpHistPick(const unsigned* hist, int r, int& bin, int& rest) {
-  const int lane = threadIdx.x & 31;
-  unsigned c[8], sum = 0;
-#pragma unroll
-  for (int b = 0; b < 8; ++b) {
-    c[b] = hist[lane * 8 + b];
-    sum += c[b];
-  }
-  unsigned incl = sum;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const unsigned t = __shfl_up_sync(kFullMask, incl, o);
-    if (lane >= o) incl += t;
-  }
-  unsigned acc = incl - sum;
-  const bool here = acc <= static_cast<unsigned>(r) && static_cast<unsigned>(r) < incl;
-  int my_bin = 0, my_rest = 0;
-  if (here) {
-#pragma unroll
-    for (int b = 0; b < 8; ++b) {
-      if (static_cast<unsigned>(r) >= acc && static_cast<unsigned>(r) < acc + c[b]) {
-        my_bin = lane * 8 + b;
-        my_rest = r - static_cast<int>(acc);
-      }
-      acc += c[b];
-    }
-  }
-  const int owner = __ffs(__ballot_sync(kFullMask, here)) - 1;
-  bin = __shfl_sync(kFullMask, my_bin, owner);
-  rest = __shfl_sync(kFullMask, my_rest, owner);
 }
 
 // Upper bounds of the keys of ranks ra and rb (0-based, below the number of keys) among the
