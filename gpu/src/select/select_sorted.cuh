@@ -122,29 +122,12 @@ __device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key,
       __syncwarp();
       continue;
     }
-    if (tid < 32) {
-      unsigned c[8], sum = 0;
-#pragma unroll
-      for (int b = 0; b < 8; ++b) {
-        c[b] = qs.hist[lane * 8 + b];
-        sum += c[b];
-      }
-      unsigned incl = sum;
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const unsigned t = __shfl_up_sync(kFullMask, incl, o);
-        if (lane >= o) incl += t;
-      }
-      unsigned acc = incl - sum;
-      if (acc <= static_cast<unsigned>(r) && static_cast<unsigned>(r) < incl) {
-#pragma unroll
-        for (int b = 0; b < 8; ++b) {
-          if (static_cast<unsigned>(r) >= acc && static_cast<unsigned>(r) < acc + c[b]) {
-            qs.sel_bin = lane * 8 + b;
-            qs.sel_rank = r - static_cast<int>(acc);
-          }
-          acc += c[b];
-        }
+    if (tid < 32) {  // the first warp picks the bin for the block
+      int bin, rest;
+      WarpHistPick(qs.hist, r, bin, rest);
+      if (lane == 0) {
+        qs.sel_bin = bin;
+        qs.sel_rank = rest;
       }
     }
     sync();
