@@ -441,6 +441,23 @@ __device__ __forceinline__ int GatherSlices(const uint64_t* __restrict__ keys,
   return base < max_keys ? base : max_keys;
 }
 
+// One query per warp, blockDim.x / 32 a block: this warp's query and its max_keys candidate
+// slots at the start of the block's dynamic shared memory (wkeys).
+struct WarpQuery {
+  int lane, warp, nwarps;
+  int64_t q;
+  uint64_t* skeys;
+};
+__device__ __forceinline__ WarpQuery ThisWarpQuery(uint64_t* wkeys, int max_keys) {
+  WarpQuery w;
+  w.lane = threadIdx.x & 31;
+  w.warp = threadIdx.x >> 5;
+  w.nwarps = blockDim.x >> 5;
+  w.q = static_cast<int64_t>(blockIdx.x) * w.nwarps + w.warp;
+  w.skeys = wkeys + static_cast<int64_t>(w.warp) * max_keys;
+  return w;
+}
+
 // One warp per query (up to 32 * KPL candidates), every candidate sorted in registers.
 template <int KPL>
 __global__ void __launch_bounds__(128)
@@ -449,13 +466,13 @@ __global__ void __launch_bounds__(128)
                                int per, int max_keys, int64_t k, float* __restrict__ out_vals,
                                int64_t* __restrict__ out_idx, int32_t* flags, int64_t* total) {
   extern __shared__ uint64_t wkeys[];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t q = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + warp;
-  if (q >= nq) return;
-  uint64_t* skeys = wkeys + static_cast<int64_t>(warp) * max_keys;
-  const int cnt = GatherSlices(keys, counts, q, ysplit, per, max_keys, skeys, flags, total);
-  float* ov = out_vals + q * k;
-  int64_t* oi = out_idx + q * k;
+  const WarpQuery w = ThisWarpQuery(wkeys, max_keys);
+  if (w.q >= nq) return;
+  const int lane = w.lane;
+  uint64_t* skeys = w.skeys;
+  const int cnt = GatherSlices(keys, counts, w.q, ysplit, per, max_keys, skeys, flags, total);
+  float* ov = out_vals + w.q * k;
+  int64_t* oi = out_idx + w.q * k;
   if (KPL > 4 && cnt <= 128) WarpSortSelect<4>(skeys, cnt, k, lane, ov, oi);
   else if (KPL > 8 && cnt <= 256) WarpSortSelect<(KPL > 8 ? 8 : 4)>(skeys, cnt, k, lane, ov, oi);
   else if (KPL > 16 && cnt <= 512) WarpSortSelect<(KPL > 16 ? 16 : 4)>(skeys, cnt, k, lane, ov, oi);
@@ -472,10 +489,11 @@ __global__ void __launch_bounds__(128)
                                 int per, int max_keys, int64_t k, float* __restrict__ out_vals,
                                 int64_t* __restrict__ out_idx, int32_t* flags, int64_t* total) {
   extern __shared__ uint64_t wkeys[];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-  const int64_t q = static_cast<int64_t>(blockIdx.x) * nwarps + warp;
-  if (q >= nq) return;
-  uint64_t* skeys = wkeys + static_cast<int64_t>(warp) * max_keys;
+  const WarpQuery w = ThisWarpQuery(wkeys, max_keys);
+  if (w.q >= nq) return;
+  const int lane = w.lane, warp = w.warp, nwarps = w.nwarps;
+  const int64_t q = w.q;
+  uint64_t* skeys = w.skeys;
   u64* sel = reinterpret_cast<u64*>(wkeys + static_cast<int64_t>(nwarps) * max_keys) + warp * KB;
   QmsShared& qs =
       reinterpret_cast<QmsShared*>(wkeys + static_cast<int64_t>(nwarps) * (max_keys + KB))[warp];
@@ -498,10 +516,11 @@ __global__ void __launch_bounds__(128)
                       const float* __restrict__ bound, float* __restrict__ safe,
                       float* __restrict__ thr, int32_t* flags, int64_t* total) {
   extern __shared__ uint64_t wkeys[];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-  const int64_t q = static_cast<int64_t>(blockIdx.x) * nwarps + warp;
-  if (q >= nq) return;
-  uint64_t* skeys = wkeys + static_cast<int64_t>(warp) * max_keys;
+  const WarpQuery w = ThisWarpQuery(wkeys, max_keys);
+  if (w.q >= nq) return;
+  const int lane = w.lane, warp = w.warp, nwarps = w.nwarps;
+  const int64_t q = w.q;
+  uint64_t* skeys = w.skeys;
   QmsShared* qs_all =
       reinterpret_cast<QmsShared*>(wkeys + static_cast<int64_t>(nwarps) * max_keys);
   unsigned* hist_b = reinterpret_cast<unsigned*>(qs_all + nwarps) + warp * 256;

@@ -41,10 +41,6 @@ __device__ __forceinline__ int WarpSumI(int v) {
 template <typename OutT>
 __device__ __forceinline__ void StoreOperand(OutT* p, float v);
 template <>
-__device__ __forceinline__ void StoreOperand<int8_t>(int8_t* p, float v) {
-  *p = static_cast<int8_t>(static_cast<int>(v));
-}
-template <>
 __device__ __forceinline__ void StoreOperand<float>(float* p, float v) {
   *p = v;
 }
@@ -76,10 +72,12 @@ __global__ void PrepareKernel(const void* __restrict__ raw, int64_t rows, int32_
   if constexpr (kU8) {
     const uint8_t* r = static_cast<const uint8_t*>(raw) + row * dim;
     const int shift = kind == OperandKind::kInt8Shifted ? 128 : 0;
+    const bool raw = metric == MetricCode::kCos || metric == MetricCode::kPearson;
     long long s = 0, s2 = 0, s_raw = 0, s2_raw = 0;
-    if (dim <= 32768) {  // sums of squares stay under 2^31: int sums, one reduction each
-      const bool raw = metric == MetricCode::kCos || metric == MetricCode::kPearson;
-      int a = 0, a2 = 0, b = 0, b2 = 0;
+    // The row's sums (shifted and raw, plain and squared) in zero's type, the operands written
+    // on the way; reduce sums a lane's value over the warp.
+    auto sums = [&](auto zero, auto reduce) {
+      decltype(zero) a = zero, a2 = zero, b = zero, b2 = zero;
       for (int j = lane; j < padded_dim; j += kWarp) {
         int v = 0;
         if (j < dim) {
@@ -92,30 +90,16 @@ __global__ void PrepareKernel(const void* __restrict__ raw, int64_t rows, int32_
         }
         StoreIntOperand<OutT>(o + j, v);
       }
-      s = WarpSumI(a);
-      s2 = WarpSumI(a2);
+      s = reduce(a);
+      s2 = reduce(a2);
       if (raw) {
-        s_raw = WarpSumI(b);
-        s2_raw = WarpSumI(b2);
+        s_raw = reduce(b);
+        s2_raw = reduce(b2);
       }
-    } else {
-      for (int j = lane; j < padded_dim; j += kWarp) {
-        int v = 0;
-        if (j < dim) {
-          const int x = r[j];
-          v = x - shift;
-          s += v;
-          s2 += v * v;
-          s_raw += x;
-          s2_raw += x * x;
-        }
-        StoreOperand<OutT>(o + j, static_cast<float>(v));
-      }
-      s = WarpSumL(s);
-      s2 = WarpSumL(s2);
-      s_raw = WarpSumL(s_raw);
-      s2_raw = WarpSumL(s2_raw);
-    }
+    };
+    // Sums of squares stay under 2^31 up to 32768 dimensions: int sums, one reduction each.
+    if (dim <= 32768) sums(0, [](int v) { return static_cast<long long>(WarpSumI(v)); });
+    else sums(0LL, [](long long v) { return WarpSumL(v); });
     st.x = static_cast<float>(s2);
     st.y = static_cast<float>(s);
     if (metric == MetricCode::kCos) {

@@ -54,6 +54,22 @@ __device__ __forceinline__ void WarpHistPick(const unsigned* hist, int r, int& b
   rest = __shfl_sync(kFullMask, my_rest, owner);
 }
 
+// The smallest and largest of the keys the warp presents (each_key as in BlockRadixSelect), on
+// every lane.
+template <typename EachKey>
+__device__ __forceinline__ void WarpKeyRange(EachKey&& each_key, unsigned& mn, unsigned& mx) {
+  mn = 0xffffffffu;
+  mx = 0;
+  each_key([&](unsigned key) {
+    mn = min(mn, key);
+    mx = max(mx, key);
+  });
+  for (int o = 16; o > 0; o >>= 1) {
+    mn = min(mn, __shfl_xor_sync(kFullMask, mn, o));
+    mx = max(mx, __shfl_xor_sync(kFullMask, mx, o));
+  }
+}
+
 // The key of rank r (0 = smallest) among the 32-bit keys the block's T threads present:
 // each_key(f) calls f(key) for every key of the calling thread. A radix select over a 256-bin
 // shared histogram, one byte per round, starting at the highest bit where the keys differ (the
@@ -74,15 +90,8 @@ __device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key,
       __syncthreads();
     }
   };
-  unsigned mn = 0xffffffffu, mx = 0;
-  each_key([&](unsigned key) {
-    mn = min(mn, key);
-    mx = max(mx, key);
-  });
-  for (int o = 16; o > 0; o >>= 1) {
-    mn = min(mn, __shfl_xor_sync(kFullMask, mn, o));
-    mx = max(mx, __shfl_xor_sync(kFullMask, mx, o));
-  }
+  unsigned mn, mx;
+  WarpKeyRange(each_key, mn, mx);
   if constexpr (T > 32) {
     if (lane == 0) {
       qs.warp_left[warp] = static_cast<int>(mn);
@@ -150,15 +159,8 @@ template <typename EachKey>
 __device__ void WarpTwoRankBounds(int ra, int rb, QmsShared& qs, unsigned* hist_b,
                                   EachKey&& each_key, unsigned& va, unsigned& vb) {
   const int lane = threadIdx.x & 31;
-  unsigned mn = 0xffffffffu, mx = 0;
-  each_key([&](unsigned key) {
-    mn = min(mn, key);
-    mx = max(mx, key);
-  });
-  for (int o = 16; o > 0; o >>= 1) {
-    mn = min(mn, __shfl_xor_sync(kFullMask, mn, o));
-    mx = max(mx, __shfl_xor_sync(kFullMask, mx, o));
-  }
+  unsigned mn, mx;
+  WarpKeyRange(each_key, mn, mx);
   if (mn == mx) {
     va = vb = mn;
     return;
@@ -173,7 +175,12 @@ __device__ void WarpTwoRankBounds(int ra, int rb, QmsShared& qs, unsigned* hist_
   __syncwarp();
   int bin_a, rest_a, bin_b, rest_b;
   WarpHistPick(qs.hist, ra, bin_a, rest_a);
-  WarpHistPick(qs.hist, rb, bin_b, rest_b);
+  if (rb == ra) {
+    bin_b = bin_a;
+    rest_b = rest_a;
+  } else {
+    WarpHistPick(qs.hist, rb, bin_b, rest_b);
+  }
   const unsigned pa = prefix | (static_cast<unsigned>(bin_a) << shift);
   const unsigned pb = prefix | (static_cast<unsigned>(bin_b) << shift);
   mask |= 255u << shift;
@@ -197,7 +204,11 @@ __device__ void WarpTwoRankBounds(int ra, int rb, QmsShared& qs, unsigned* hist_
   });
   __syncwarp();
   WarpHistPick(qs.hist, rest_a, bin_a, rest_a);
-  WarpHistPick(pb == pa ? qs.hist : hist_b, rest_b, bin_b, rest_b);
+  if (ra == rb) {
+    bin_b = bin_a;
+  } else {
+    WarpHistPick(pb == pa ? qs.hist : hist_b, rest_b, bin_b, rest_b);
+  }
   mask |= 255u << shift2;
   va = (pa | (static_cast<unsigned>(bin_a) << shift2)) | ~mask;
   vb = (pb | (static_cast<unsigned>(bin_b) << shift2)) | ~mask;
