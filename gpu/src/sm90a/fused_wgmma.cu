@@ -35,10 +35,11 @@ constexpr int kRow = 128;                     // bytes per row: one swizzle row
 constexpr int kTile = kC * kRow;              // 16 KiB per corpus stage
 constexpr int kStageBytes = kTile + kC * 4;   // what a stage's full barrier waits for
 // A (queries) | B stages | column-term stages | barriers: full[kStages], empty[kStages], a_full |
-// per-row counters; plus slack for the 1024-byte alignment of the swizzle atoms.
+// per-row (counter, query term) pairs; plus slack for the 1024-byte alignment of the swizzle
+// atoms.
 constexpr int kBarOffset = kQ * kRow + kStages * kTile + kStages * kC * 4;
 constexpr int kCntOffset = kBarOffset + (2 * kStages + 1) * 8;
-constexpr int kSmemBytes = 1024 + kCntOffset + kQ * 4;
+constexpr int kSmemBytes = 1024 + kCntOffset + kQ * 8;
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define FM_WGMMA_ENABLED 1
@@ -77,6 +78,43 @@ __device__ __forceinline__ void BarWait(uint64_t* bar, int parity) {
       "r"(parity)
       : "memory");
 }
+// x, as a value the compiler must keep in a register: it cannot recompute it from its inputs at
+// every use (which, in the rarely taken candidate path, it otherwise does at a cost of a dozen
+// instructions per candidate).
+__device__ __forceinline__ uint32_t Kept(uint32_t x) {
+  asm volatile("" : "+r"(x));
+  return x;
+}
+__device__ __forceinline__ int2 LdsInt2(uint32_t addr) {
+  int2 v;
+  asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ int LdsInt(uint32_t addr) {
+  int v;
+  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ int SharedFetchAdd(uint32_t addr, int x) {
+  int old;
+  asm volatile("atom.shared.add.u32 %0, [%1], %2;\n" : "=r"(old) : "r"(addr), "r"(x) : "memory");
+  return old;
+}
+// One poll of the barrier (the producer's wait, which sleeps between polls: spinning would take
+// issue slots from the consumer warps of its scheduler).
+__device__ __forceinline__ bool BarTryWait(uint64_t* bar, int parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(SmemAddr(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
 // 2-D tile of a tensor map (x: byte column, y: row) into shared memory, completing on `bar`.
 __device__ __forceinline__ void TmaLoad2d(void* dst, const CUtensorMap* map, int x, int y,
                                           uint64_t* bar) {
@@ -110,19 +148,24 @@ __device__ __forceinline__ void FenceAcc(int (&d)[64]) {
   for (int i = 0; i < 64; ++i) asm volatile("" : "+r"(d[i])::"memory");
 }
 
-// d (64 x 128 int32 per warpgroup, 64 per thread) = A (64 x 32) * B (128 x 32)^T (+ d).
-__device__ __forceinline__ void WgmmaS8(int (&d)[64], uint64_t desc_a, uint64_t desc_b,
+// d (64 x 128 int32 per warpgroup, 64 per thread) = A (64 x 32) * B (128 x 32)^T (+ d). The
+// descriptors as their low words (the start address; it never carries into the high word) and
+// the high word both share.
+__device__ __forceinline__ void WgmmaS8(int (&d)[64], uint32_t lo_a, uint32_t lo_b, uint32_t hi,
                                         int accumulate) {
   asm volatile(
       "{\n"
       ".reg .pred p;\n"
-      "setp.ne.b32 p, %66, 0;\n"
+      ".reg .b64 da, db;\n"
+      "mov.b64 da, {%64, %66};\n"
+      "mov.b64 db, {%65, %66};\n"
+      "setp.ne.b32 p, %67, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "%64, %65, p;\n"
+      "da, db, p;\n"
       "}\n"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]),
         "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]),
@@ -135,15 +178,16 @@ __device__ __forceinline__ void WgmmaS8(int (&d)[64], uint64_t desc_a, uint64_t 
         "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]),
         "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]),
         "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+      : "r"(lo_a), "r"(lo_b), "r"(hi), "r"(accumulate));
 }
 
 // The block's product for this warpgroup: K = 128 in four steps of 32 bytes (+2 in the
 // descriptors' address field).
-__device__ __forceinline__ void IssueBlock(int (&d)[64], uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void IssueBlock(int (&d)[64], uint32_t lo_a, uint32_t lo_b,
+                                           uint32_t hi) {
   WgmmaFence();
 #pragma unroll
-  for (int ks = 0; ks < kRow / 32; ++ks) WgmmaS8(d, desc_a + 2 * ks, desc_b + 2 * ks, ks > 0);
+  for (int ks = 0; ks < kRow / 32; ++ks) WgmmaS8(d, lo_a + 2 * ks, lo_b + 2 * ks, hi, ks > 0);
   WgmmaCommit();
 }
 #endif
@@ -167,10 +211,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + kBarOffset);
   uint64_t* empty = full + kStages;
   uint64_t* a_full = empty + kStages;
-  int* cnt_s = reinterpret_cast<int*>(smem + kCntOffset);
+  int* cnt_s = reinterpret_cast<int*>(smem + kCntOffset);  // [2 r]: row r's count, [2 r + 1]: term
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int64_t q0 = static_cast<int64_t>(blockIdx.x) * kQ;
+  const int nblk = static_cast<int>(nblocks), n32 = static_cast<int>(n);  // n < 2^31
   if (tid == kConsumerThreads) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
@@ -181,7 +226,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   }
-  if (tid < kQ) cnt_s[tid] = 0;
+  if (tid < kQ) cnt_s[2 * tid] = 0;
   __syncthreads();
 
   // The role as a value the compiler knows to be the same across each warp (the MMA must not be
@@ -194,11 +239,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int w = 0; w < kConsumerWgs; ++w)  // one 64-row box per consumer warpgroup
         TmaLoad2d(a_s + w * 64 * kRow, &qmap, 0, static_cast<int>(q0) + 64 * w, a_full);
       int s = 0, phase = 0;
-      for (int64_t blk = blockIdx.y; blk < nblocks; blk += ysplit) {
-        BarWait(empty + s, phase ^ 1);  // a fresh barrier passes parity 1
+      for (int blk = blockIdx.y; blk < nblk; blk += ysplit) {
+        while (!BarTryWait(empty + s, phase ^ 1)) __nanosleep(128);  // fresh: parity 1 passes
         BarExpectTx(full + s, kStageBytes);
-        TmaLoad2d(b_s + s * kTile, &cmap, 0, static_cast<int>(blk * kC), full + s);
-        BulkLoad(ct_s + s * kC, cterms + blk * kC, kC * 4, full + s);
+        TmaLoad2d(b_s + s * kTile, &cmap, 0, blk * kC, full + s);
+        BulkLoad(ct_s + s * kC, cterms + static_cast<int64_t>(blk) * kC, kC * 4, full + s);
         if (++s == kStages) {
           s = 0;
           phase ^= 1;
@@ -221,12 +266,47 @@ __global__ void __launch_bounds__(kThreads, 1)
     qterm1 = FusedQueryTerm(qstats[q0 + r1], kL2, dim);
     qlim1 = FusedRowLimit(thresholds[q0 + r1], qterm1);
   }
-  uint64_t* keys0 = keys + ((q0 + r0) * ysplit + blockIdx.y) * per;
-  uint64_t* keys1 = keys + ((q0 + r1) * ysplit + blockIdx.y) * per;
+  // The candidate path's values, kept in registers where it needs them (row r1's are derived
+  // from row r0's): the offset of row r0's key slice from the block's (a query's slices are
+  // ysplit * per keys apart; the host checks that kQ of them fit an int), and the address of row
+  // r0's counter and query term (row r1's 8 pairs on).
+  uint64_t* const keys_cta = keys + (q0 * ysplit + blockIdx.y) * per;
+  const int row_keys = ysplit * per;
+  const int off0 = static_cast<int>(Kept(static_cast<uint32_t>(r0 * row_keys)));
+  const uint32_t cnt0 = Kept(SmemAddr(cnt_s + 2 * r0));
+  if (t == 0) {
+    cnt_s[2 * r0 + 1] = qterm0;
+    cnt_s[2 * r1 + 1] = qterm1;
+  }
+  __syncwarp();  // rows r0 and r1 are this warp's own
   const uint64_t desc_a = SmemDescriptor(a_s + wg * 64 * kRow);
+  const uint32_t lo_a = static_cast<uint32_t>(desc_a);
+  const uint32_t hi = static_cast<uint32_t>(desc_a >> 32);
+
+  // Writes the candidates among a row's two scores va, vb (columns col, col + 1 of the block,
+  // keys' low words cb + col, cb + col + 1): one shared counter update for both. cnt: the row's
+  // counter (its query term 4 bytes on); off: its key slice's offset.
+  auto emit = [&](int va, int vb, int lim, int col, int valid, uint32_t cb, uint32_t cnt,
+                  int off) {
+    const bool pa = va <= lim && col < valid, pb = vb <= lim && col + 1 < valid;
+    if (pa || pb) {
+      int pos = SharedFetchAdd(cnt, static_cast<int>(pa) + static_cast<int>(pb));
+      const int qterm = LdsInt(cnt + 4);
+      uint64_t* out = keys_cta + off;
+      if (pa) {
+        if (pos < per)
+          out[pos] = (static_cast<uint64_t>(OrderedBits(static_cast<float>(va + qterm))) << 32) |
+                     (cb + col);
+        ++pos;
+      }
+      if (pb && pos < per)
+        out[pos] = (static_cast<uint64_t>(OrderedBits(static_cast<float>(vb + qterm))) << 32) |
+                   (cb + col + 1);
+    }
+  };
 
   // Tests block `blk` (ring stage s) from its accumulators, then frees the stage.
-  auto test_block = [&](int (&acc)[64], int64_t blk, int s) {
+  auto test_block = [&](int (&acc)[64], int blk, int s) {
     // acc[4j + e]: row (e < 2 ? r0 : r1), column 8j + 2t + (e & 1); v = cterm + alpha * acc.
     const int32_t* ct = ct_s + s * kC + 2 * t;
     uint32_t hits = 0;
@@ -239,13 +319,16 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     // The groups with a candidate, one at a time (their values picked by a jump on j). Hits are
     // sparse and spread over the lanes, so this loop seldom runs more than once or twice.
-    const int valid = n - blk * kC < kC ? static_cast<int>(n - blk * kC) : kC;
-    const uint32_t cbase = static_cast<uint32_t>(blk * kC);
-    while (hits != 0) {
-      const int j = __ffs(hits) - 1;
-      hits &= hits - 1;
-      int a[4];
-      switch (j) {
+    if (hits != 0) {
+      // Column 8j + 2t + e of the block exists when 8j + e < valid.
+      const int valid = min(n32 - blk * kC, kC) - 2 * t;
+      const uint32_t cb = static_cast<uint32_t>(blk * kC + 2 * t);
+      const uint32_t ct_s_t = SmemAddr(ct_s + s * kC + 2 * t);
+      do {
+        const int j = __ffs(hits) - 1;
+        hits &= hits - 1;
+        int a[4];
+        switch (j) {
 #define FM_PICK(J)                                                                          \
   case J:                                                                                   \
     a[0] = acc[4 * J];                                                                      \
@@ -253,27 +336,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     a[2] = acc[4 * J + 2];                                                                  \
     a[3] = acc[4 * J + 3];                                                                  \
     break;
-        FM_PICK(0) FM_PICK(1) FM_PICK(2) FM_PICK(3) FM_PICK(4) FM_PICK(5) FM_PICK(6) FM_PICK(7)
-        FM_PICK(8) FM_PICK(9) FM_PICK(10) FM_PICK(11) FM_PICK(12) FM_PICK(13) FM_PICK(14)
-        FM_PICK(15)
+          FM_PICK(0) FM_PICK(1) FM_PICK(2) FM_PICK(3) FM_PICK(4) FM_PICK(5) FM_PICK(6) FM_PICK(7)
+          FM_PICK(8) FM_PICK(9) FM_PICK(10) FM_PICK(11) FM_PICK(12) FM_PICK(13) FM_PICK(14)
+          FM_PICK(15)
 #undef FM_PICK
-        default: a[0] = a[1] = a[2] = a[3] = 0;
-      }
-      const int2 c = *reinterpret_cast<const int2*>(ct + 8 * j);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const bool lo = e < 2;
-        const int col = 8 * j + 2 * t + (e & 1);
-        const int v = (e & 1 ? c.y : c.x) + kAlpha * a[e];
-        if (v <= (lo ? qlim0 : qlim1) && col < valid) {
-          const int row = lo ? r0 : r1;
-          const int d = v + (lo ? qterm0 : qterm1);
-          const int pos = atomicAdd(cnt_s + row, 1);
-          if (pos < per)
-            (lo ? keys0 : keys1)[pos] =
-                (static_cast<uint64_t>(OrderedBits(static_cast<float>(d))) << 32) | (cbase + col);
+          default: a[0] = a[1] = a[2] = a[3] = 0;
         }
-      }
+        const int2 c = LdsInt2(ct_s_t + 32 * j);
+        emit(c.x + kAlpha * a[0], c.y + kAlpha * a[1], qlim0, 8 * j, valid, cb, cnt0, off0);
+        emit(c.x + kAlpha * a[2], c.y + kAlpha * a[3], qlim1, 8 * j, valid, cb, cnt0 + 64,
+             off0 + 8 * row_keys);
+      } while (hits != 0);
     }
     __syncwarp();
     if (lane == 0) BarArrive(empty + s);
@@ -283,11 +356,12 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int i = 0; i < 64; ++i) acc[i] = 0;
   BarWait(a_full, 0);
-  const uint64_t desc_b0 = SmemDescriptor(b_s);  // stage s: + s * kTile / 16
+  // Stage s's B descriptor: lo_b0 + s * kTile / 16.
+  const uint32_t lo_b0 = static_cast<uint32_t>(SmemDescriptor(b_s));
   int s = 0, phase = 0;
-  for (int64_t blk = blockIdx.y; blk < nblocks; blk += ysplit) {
+  for (int blk = blockIdx.y; blk < nblk; blk += ysplit) {
     BarWait(full + s, phase);
-    IssueBlock(acc, desc_a, desc_b0 + static_cast<uint64_t>(s) * (kTile >> 4));
+    IssueBlock(acc, lo_a, lo_b0 + s * (kTile >> 4), hi);
     WgmmaWait<0>();
     FenceAcc(acc);
     test_block(acc, blk, s);
@@ -298,7 +372,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumerThreads) : "memory");  // consumers only
-  if (tid < kQ && q0 + tid < nq) counts[(q0 + tid) * ysplit + blockIdx.y] = cnt_s[tid];
+  if (tid < kQ && q0 + tid < nq) counts[(q0 + tid) * ysplit + blockIdx.y] = cnt_s[2 * tid];
 #endif
 }
 
@@ -381,6 +455,8 @@ void LaunchFusedFilterWgmma(const int8_t* queries, const RowStats* qstats, int64
   const int64_t nblocks = (n + kC - 1) / kC;
   const CUtensorMap qmap = RowMap(queries, nq, kRow, 64);
   const CUtensorMap cmap = RowMap(corpus, n, row_stride * kRow, kC);
+  if (static_cast<double>(kQ) * plan.ysplit * plan.per >= 2147483648.0)
+    throw GpuError("fused wgmma kernel: candidate slices too large for one launch");
   dim3 grid(static_cast<unsigned>(qblocks), static_cast<unsigned>(plan.ysplit));
   static std::atomic<uint64_t> shared_set[2];
   auto launch = [&](auto kernel, int which) {
