@@ -20,6 +20,8 @@ timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 $T --gtest_filt
   --gtest_brief=1 > $OUT/memcheck.log 2>&1
 echo "== memcheck rc=$?"; tail -3 $OUT/memcheck.log
 RACE='KnnIndex.FusedPathIsTakenAndExact:KnnIndex.RealSiftExact:AlgoKShape/SelectKTest.*_k100_dups'
+# Rows handed back to the one-block path (sample traps, mixed rows) run its retry branch.
+RACE="$RACE:*quick_multiselect_k256_mixed_rows:*quick_multiselect_k33_sample_trap_16k"
 timeout 100 compute-sanitizer --tool racecheck --error-exitcode 9 $T --gtest_filter="$RACE" \
   --gtest_brief=1 > $OUT/racecheck.log 2>&1
 echo "== racecheck rc=$?"; tail -3 $OUT/racecheck.log

@@ -222,6 +222,7 @@ __device__ void QmsRow(const SelectArgs& a, int64_t row, u64* smem, StreamShared
   int n = use_ring ? ring.Run(buf, 0, C::kFlushAt, ss, flush)
                    : StreamRow<T, U>(a, row, buf, 0, C::kFlushAt, ss, flush);
   if (pivot != kSentinel && n < k) {  // the pivot fell below the k-th word: again, unbounded
+    __syncthreads();  // every thread has read the last chunk's count before it is cleared
     if (threadIdx.x == 0) {
       ss.count[0] = ss.count[1] = ss.count[2] = 0;
       ss.threshold = kSentinel;
