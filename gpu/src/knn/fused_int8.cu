@@ -499,8 +499,8 @@ __global__ void __launch_bounds__(128)
       reinterpret_cast<QmsShared*>(wkeys + static_cast<int64_t>(nwarps) * (max_keys + KB))[warp];
   const int cnt = GatherSlices(keys, counts, q, ysplit, per, max_keys, skeys, flags, total);
   __syncwarp();
-  WarpSelectSorted<KB>(cnt, static_cast<int>(k), [&](int i) { return static_cast<u64>(skeys[i]); },
-                       qs, sel);
+  WarpSelectSorted<KB, 1>(cnt, static_cast<int>(k),
+                          [&](int i) { return static_cast<u64>(skeys[i]); }, qs, sel);
   StoreSelected(sel, cnt, k, out_vals + q * k, out_idx + q * k, lane, 32);
 }
 

@@ -218,23 +218,38 @@ __device__ void WarpTwoRankBounds(int ra, int rb, QmsShared& qs, unsigned* hist_
 // Leaves the k smallest of the n words load(0 .. n-1) (load may be called several times for an
 // index) sorted ascending in out[0, KB) (this warp's shared memory), padded with kSentinel.
 // k <= KB; one warp, qs its own.
-template <int KB, typename Load>
+template <int KB, int B, typename Load>
 __device__ void WarpSelectSorted(int n, int k, Load&& load, QmsShared& qs, u64* out) {
   static_assert(KB >= 32 && KB <= 256, "KB / 32 words a lane, in registers");
   const int lane = threadIdx.x & 31;
+  // Every pass over the n words issues B loads a lane before using any (the words live in L2:
+  // one round trip per B words instead of one per word).
+  auto each_word = [&](auto&& f) {
+    for (int i0 = 0; i0 < n; i0 += 32 * B) {
+      u64 w[B];
+#pragma unroll
+      for (int b = 0; b < B; ++b) {
+        const int i = i0 + b * 32 + lane;
+        w[b] = i < n ? load(i) : kSentinel;
+      }
+#pragma unroll
+      for (int b = 0; b < B; ++b) f(i0 + b * 32 < n, i0 + b * 32 + lane, w[b]);
+    }
+  };
   if (n <= KB) {  // few enough to sort them all
     for (int i = lane; i < KB; i += 32) out[i] = i < n ? load(i) : kSentinel;
   } else {
     const unsigned kth = BlockRadixSelect<32>(k - 1, qs, [&](auto&& f) {
-      for (int i = lane; i < n; i += 32) f(static_cast<unsigned>(load(i) >> 32));
+      each_word([&](bool, int i, u64 w) {
+        if (i < n) f(static_cast<unsigned>(w >> 32));
+      });
     });
     // Gathers the words up to (kth, col_max) into out (or only counts those under kth).
     const unsigned lt = LaneMaskLt();
     auto gather = [&](unsigned col_max, bool count_below) {
       int m = 0;
-      for (int i0 = 0; i0 < n; i0 += 32) {
-        const int i = i0 + lane;
-        const u64 w = i < n ? load(i) : kSentinel;
+      each_word([&](bool any, int i, u64 w) {
+        if (!any) return;  // warp-uniform: past the end for every lane
         const unsigned key = static_cast<unsigned>(w >> 32);
         const bool take = i < n && (count_below ? key < kth
                                                 : key < kth || (key == kth &&
@@ -243,7 +258,7 @@ __device__ void WarpSelectSorted(int n, int k, Load&& load, QmsShared& qs, u64* 
         const int pos = m + __popc(b & lt);
         if (!count_below && take && pos < KB) out[pos] = w;
         m += __popc(b);
-      }
+      });
       return m;
     };
     int m = gather(0xffffffffu, false);
@@ -251,10 +266,9 @@ __device__ void WarpSelectSorted(int n, int k, Load&& load, QmsShared& qs, u64* 
       // The k-th value is tied: of the words holding it, those of the lowest columns.
       const int below = gather(0, true);
       const unsigned col_max = BlockRadixSelect<32>(k - 1 - below, qs, [&](auto&& f) {
-        for (int i = lane; i < n; i += 32) {
-          const u64 w = load(i);
-          if (static_cast<unsigned>(w >> 32) == kth) f(static_cast<unsigned>(w));
-        }
+        each_word([&](bool, int i, u64 w) {
+          if (i < n && static_cast<unsigned>(w >> 32) == kth) f(static_cast<unsigned>(w));
+        });
       });
       m = gather(col_max, false);
     }
