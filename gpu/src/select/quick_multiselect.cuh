@@ -389,8 +389,11 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row, int n, const u64
 // keep enough loads in flight). Warps take groups of kGroup pieces of a row from a ticket
 // counter. For KB <= kWarpFinishMax the warp that completes a row's last group (a counter per
 // row) also finishes the row (WarpFinishRow), while the other warps keep streaming; a warp busy
-// finishing simply takes fewer groups. (Requesting a warp's next piece before filtering the
-// current one, at half the piece size for the registers, measured slower.)
+// finishing simply takes fewer groups. (Measured slower, bench/results/select.md: requesting a
+// warp's next piece before filtering the current one; pieces brought in by bulk copies with fewer,
+// deeper-staged warps; each row's pivot computed in here by the warp opening an earlier row. At
+// k = 256 anything that takes warps from the stream costs most; one counter update per group
+// instead of per piece made no difference.)
 constexpr int kGroup = 4;
 
 template <int U, int KB>
