@@ -14,19 +14,22 @@ timeout 60 $B/tests/fm_core_tests --gtest_brief=1 > $OUT/tests.log 2>&1
 echo "== core tests rc=$?"
 timeout 240 $T --gtest_brief=1 >> $OUT/tests.log 2>&1
 echo "== gpu tests rc=$?"; grep -E "FAILED|PASSED|tests ran|Failure" $OUT/tests.log | head -20
-SAN='KnnIndex.*:All/KnnIndexSweep.*uint8_l2*:AlgoKShape/SelectKTest.*_k33_*:SelectKArgs.*'
+SAN='KnnIndex.*:All/KnnIndexSweep.*uint8_l2*:AlgoKShape/SelectKTest.*_k33_*:*quick_multiselect_k32_*8k*:*quick_multiselect_k32_*16k:*quick_multiselect_k32_dups_12k:*quick_multiselect_k32_inf_nan_wide:SelectKArgs.*'
 SAN="$SAN-*big_n1m*:*many_rows*"
 timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 $T --gtest_filter="$SAN" \
   --gtest_brief=1 > $OUT/memcheck.log 2>&1
 echo "== memcheck rc=$?"; tail -3 $OUT/memcheck.log
 RACE='KnnIndex.FusedPathIsTakenAndExact:KnnIndex.RealSiftExact:AlgoKShape/SelectKTest.*_k100_dups'
 # Rows handed back to the one-block path (sample traps, mixed rows) run its retry branch.
-RACE="$RACE:*quick_multiselect_k256_mixed_rows:*quick_multiselect_k33_sample_trap_16k"
+RACE="$RACE:*quick_multiselect_k256_mixed_rows:*quick_multiselect_k33_sample_trap_16k:*quick_multiselect_k32_mixed_8k:*quick_multiselect_k31_dups_12k:*quick_multiselect_k32_rows_8k_misaligned"
 timeout 100 compute-sanitizer --tool racecheck --error-exitcode 9 $T --gtest_filter="$RACE" \
   --gtest_brief=1 > $OUT/racecheck.log 2>&1
 echo "== racecheck rc=$?"; tail -3 $OUT/racecheck.log
 timeout 60 $B/bench/featmatch-bench select --rows 8192 --cols 65536 --k 32,256,1024 \
   --algos auto,merge-queue,quick-multiselect --runs 10 > $OUT/select_auto.jsonl
+# Short rows (k <= 32 held whole in shared memory).
+timeout 60 $B/bench/featmatch-bench select --rows 8192 --cols 8192,16384 --k 32,64 \
+  --algos auto,merge-queue,quick-multiselect --runs 10 >> $OUT/select_auto.jsonl
 echo "== select rc=$?"
 timeout 150 $B/bench/featmatch-bench knn --json --check > $OUT/knn.jsonl
 echo "== knn rc=$?"

@@ -10,10 +10,62 @@ __device__ __forceinline__ void CpAsync16(void* smem_dst, const void* src, int s
                "r"(src_bytes)
                : "memory");
 }
+// One 4-byte word (both addresses 4-byte aligned), through L1.
+__device__ __forceinline__ void CpAsync4(void* smem_dst, const void* src) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
+}
 __device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void CpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Bulk copies tracked by an mbarrier (sm_90 and later; callers check BulkCopyAvailable()).
+__host__ __device__ constexpr bool BulkCopyAvailable() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  return false;
+#else
+  return true;
+#endif
+}
+__device__ __forceinline__ void MbarInit(unsigned long long* bar, int count) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(a), "r"(count));
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+// Arrives on bar expecting `bytes`, then copies them (a multiple of 16, both ends 16-byte
+// aligned) from src into shared memory; the copy completes the barrier's phase.
+__device__ __forceinline__ void BulkCopyArrive(void* dst, const void* src, int bytes,
+                                               unsigned long long* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes)
+               : "memory");
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(d),
+      "l"(src), "r"(bytes), "r"(b)
+      : "memory");
+#endif
+}
+__device__ __forceinline__ void MbarWait(unsigned long long* bar, int parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(b),
+      "r"(parity)
+      : "memory");
+#endif
 }
 
 }  // namespace fm::gpu::detail

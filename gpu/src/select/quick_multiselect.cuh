@@ -21,6 +21,7 @@
 #include "select/select_launch.cuh"
 #include "select/select_sorted.cuh"
 #include "select/select_stream.cuh"
+#include "select/qms_resident.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -164,22 +165,6 @@ __device__ void LoadSample(const float* rp, int64_t cols, unsigned (&key)[kSampl
 #pragma unroll
     for (int j = 0; j < kSamplePer; ++j) key[j] = FloatKey(__ldg(sp + j));
   }
-}
-
-// The threshold word from the block's sample keys (see SamplePivot).
-template <int T>
-__device__ u64 PivotFromSample(const unsigned (&key)[kSamplePer], int rank, QmsShared& qs) {
-  // Two rounds (16 bits below the keys' common prefix) give a bound above the rank's key that
-  // admits a fraction of a percent more words; a bound in the NaN range admits everything.
-  unsigned pivot_key = BlockRadixSelect<T>(
-      rank, qs,
-      [&](auto&& f) {
-#pragma unroll
-        for (int j = 0; j < kSamplePer; ++j) f(key[j]);
-      },
-      2);
-  if (pivot_key > FloatKey(__int_as_float(0x7f800000))) pivot_key = 0xffffffffu;
-  return Pack(pivot_key, 0xffffffffu);
 }
 
 template <int T>
@@ -575,7 +560,11 @@ void LaunchQuickMultiSelect(const SelectArgs& a) {
   using C = QmsConfig<KB, T, U, D>;
   auto kernel = QuickMultiSelectKernel<KB, T, U, D>;
   PrepareSharedMemory(kernel, C::kShared, a);
-  if (QmsSplitSuits<KB>(a)) {
+  bool resident = false;
+  if constexpr (KB <= kResidentMaxBucket) resident = QmsResidentSuits<KB>(a);
+  if (resident) {
+    if constexpr (KB <= kResidentMaxBucket) LaunchQmsResident<KB>(a);
+  } else if (QmsSplitSuits<KB>(a)) {
     LaunchQmsRowParallel<KB>(a);
   } else {
     LaunchPerRow(kernel, T, C::kShared, a);

@@ -149,6 +149,22 @@ __device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key,
   return prefix | ~mask;
 }
 
+// The threshold word from the block's sample keys (see SamplePivot in quick_multiselect.cuh).
+template <int T>
+__device__ u64 PivotFromSample(const unsigned (&key)[kSamplePer], int rank, QmsShared& qs) {
+  // Two rounds (16 bits below the keys' common prefix) give a bound above the rank's key that
+  // admits a fraction of a percent more words; a bound in the NaN range admits everything.
+  unsigned pivot_key = BlockRadixSelect<T>(
+      rank, qs,
+      [&](auto&& f) {
+#pragma unroll
+        for (int j = 0; j < kSamplePer; ++j) f(key[j]);
+      },
+      2);
+  if (pivot_key > FloatKey(__int_as_float(0x7f800000))) pivot_key = 0xffffffffu;
+  return Pack(pivot_key, 0xffffffffu);
+}
+
 // Upper bounds of the keys of ranks ra and rb (0-based, below the number of keys) among the
 // 32-bit keys one warp presents (each_key as in BlockRadixSelect), from one pass over the keys'
 // minimum and maximum and two radix rounds shared by both ranks: 16 bits from the keys' first
