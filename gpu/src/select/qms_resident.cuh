@@ -91,7 +91,7 @@ __global__ void __launch_bounds__(256, 4) QmsResidentKernel(SelectArgs a) {
   u64* out = smem + C::kCap;
   float* buf = reinterpret_cast<float*>(smem + C::kCap + KB);
   __shared__ QmsShared qs;
-  __shared__ int count;
+  __shared__ int counts[2];  // survivors of the rows taken at even and odd steps
   __shared__ u64 bar;  // completes when a row brought by one bulk copy has arrived
   const int cols = static_cast<int>(a.cols);
   const int k = a.k;
@@ -110,23 +110,29 @@ __global__ void __launch_bounds__(256, 4) QmsResidentKernel(SelectArgs a) {
       IssueRowCopy<T>(row_ptr(r), cols, buf);
     }
   };
-  if (threadIdx.x == 0) MbarInit(&bar, 1);
+  if (threadIdx.x == 0) {
+    MbarInit(&bar, 1);
+    counts[0] = counts[1] = 0;
+  }
   __syncthreads();
-  int phase = 0;
+  int phase = 0, step = 0;
   int64_t row = blockIdx.x;
   if (row < a.rows) issue(row);
   while (row < a.rows) {
     const int64_t next = row + gridDim.x;
     const int q = WordsOffAligned(row_ptr(row));
     const float* r = buf + q;
+    int* count = &counts[step & 1];
     if (by_bulk(row)) {
       MbarWait(&bar, phase);
       phase ^= 1;
     } else {
       CpAsyncWait<0>();
     }
-    if (threadIdx.x == 0) count = 0;
-    __syncthreads();  // the row is in shared memory
+    __syncthreads();  // the row is in shared memory; every thread has read the last row's count
+    // The next row's counter is cleared here, not at the next top: a warp may still be reading
+    // this one's when warp 0, done with its finish, gets there.
+    if (threadIdx.x == 0) counts[(step + 1) & 1] = 0;
     // The pivot: a bound just above the sample word of rank `rank` (kSentinel: every word).
     u64 thr = kSentinel;
     if (rank >= 0) {
@@ -178,7 +184,7 @@ __global__ void __launch_bounds__(256, 4) QmsResidentKernel(SelectArgs a) {
         if (lane >= o) incl += t;
       }
       int first = 0;
-      if (lane == 31) first = atomicAdd(&count, incl);
+      if (lane == 31) first = atomicAdd(count, incl);
       int pos = __shfl_sync(kFullMask, first, 31) + incl - c;
       while (bits) {
         const int b = __ffs(bits) - 1;
@@ -189,7 +195,7 @@ __global__ void __launch_bounds__(256, 4) QmsResidentKernel(SelectArgs a) {
       }
     }
     __syncthreads();  // the survivors are in cand
-    const int n = count;
+    const int n = *count;
     const bool whole = n < k || n > C::kCap;
     // The buffer is free for the next row, unless this one must be selected from it whole.
     if (!whole && next < a.rows) issue(next);
@@ -207,6 +213,7 @@ __global__ void __launch_bounds__(256, 4) QmsResidentKernel(SelectArgs a) {
       if (next < a.rows) issue(next);
     }
     row = next;
+    ++step;
   }
 }
 
