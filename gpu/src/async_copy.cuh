@@ -2,6 +2,8 @@
 // by the kernels that stage global data in shared memory.
 #pragma once
 
+#include <cstdint>
+
 namespace fm::gpu::detail {
 
 __device__ __forceinline__ void CpAsync16(void* smem_dst, const void* src, int src_bytes) {
@@ -29,7 +31,7 @@ __host__ __device__ constexpr bool BulkCopyAvailable() {
   return true;
 #endif
 }
-__device__ __forceinline__ void MbarInit(unsigned long long* bar, int count) {
+__device__ __forceinline__ void MbarInit(uint64_t* bar, int count) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(bar));
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(a), "r"(count));
@@ -40,7 +42,7 @@ __device__ __forceinline__ void MbarInit(unsigned long long* bar, int count) {
 // Arrives on bar expecting `bytes`, then copies them (a multiple of 16, both ends 16-byte
 // aligned) from src into shared memory; the copy completes the barrier's phase.
 __device__ __forceinline__ void BulkCopyArrive(void* dst, const void* src, int bytes,
-                                               unsigned long long* bar) {
+                                               uint64_t* bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
   const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
@@ -53,7 +55,7 @@ __device__ __forceinline__ void BulkCopyArrive(void* dst, const void* src, int b
       : "memory");
 #endif
 }
-__device__ __forceinline__ void MbarWait(unsigned long long* bar, int parity) {
+__device__ __forceinline__ void MbarWait(uint64_t* bar, int parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
   asm volatile(

@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(256, 4) QmsResidentKernel(SelectArgs a) {
   float* buf = reinterpret_cast<float*>(smem + C::kCap + KB);
   __shared__ QmsShared qs;
   __shared__ int counts[2];  // survivors of the rows taken at even and odd steps
-  __shared__ u64 bar;  // completes when a row brought by one bulk copy has arrived
+  __shared__ uint64_t bar;  // completes when a row brought by one bulk copy has arrived
   const int cols = static_cast<int>(a.cols);
   const int k = a.k;
   const int rank = SampleRank(cols, k);
@@ -176,16 +176,7 @@ __global__ void __launch_bounds__(256, 4) QmsResidentKernel(SelectArgs a) {
         }
       }
       if (!__any_sync(kFullMask, bits != 0)) continue;
-      const int c = __popc(bits);
-      int incl = c;
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const int t = __shfl_up_sync(kFullMask, incl, o);
-        if (lane >= o) incl += t;
-      }
-      int first = 0;
-      if (lane == 31) first = atomicAdd(count, incl);
-      int pos = __shfl_sync(kFullMask, first, 31) + incl - c;
+      int pos = WarpAppendSlots(__popc(bits), count);
       while (bits) {
         const int b = __ffs(bits) - 1;
         bits &= bits - 1;

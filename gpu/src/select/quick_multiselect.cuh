@@ -415,16 +415,7 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
       unsigned bits = CandidateBits<32, U>(v, base, a.cols, vec, thr, lane);
       if (!__any_sync(kFullMask, bits != 0)) continue;
       // Slots for the warp's candidates: an inclusive scan of the per-lane counts, one atomic.
-      const int c = __popc(bits);
-      int incl = c;
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const int t = __shfl_up_sync(kFullMask, incl, o);
-        if (lane >= o) incl += t;
-      }
-      int first = 0;
-      if (lane == 31) first = atomicAdd(&s.count[lr], incl);
-      int pos = __shfl_sync(kFullMask, first, 31) + incl - c;
+      int pos = WarpAppendSlots(__popc(bits), &s.count[lr]);
       // The candidates' values are picked from the warp's copy of the piece in shared memory
       // (one load each) rather than out of the registers by a chain of selects.
       if (bits) {

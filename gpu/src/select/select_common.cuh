@@ -101,6 +101,22 @@ __device__ inline unsigned LaneMaskLt() {
   return m;
 }
 
+// The first of the slots a warp's lanes take for their `c` items each in a list whose fill is
+// *counter: an inclusive scan of the counts and one atomic by the last lane. Every lane gets its
+// own first slot. All 32 lanes must call it.
+__device__ inline int WarpAppendSlots(int c, int* counter) {
+  const int lane = threadIdx.x & 31;
+  int incl = c;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int t = __shfl_up_sync(kFullMask, incl, o);
+    if (lane >= o) incl += t;
+  }
+  int first = 0;
+  if (lane == 31) first = atomicAdd(counter, incl);
+  return __shfl_sync(kFullMask, first, 31) + incl - c;
+}
+
 // One output slot from a sorted word: padding (the sentinel) becomes index -1 / +inf; a real
 // word gives its value and its column (offset by col0), or the caller's index for that column.
 __device__ inline void DecodeWord(const SelectArgs& a, u64 w, int64_t src_row, int64_t col0,

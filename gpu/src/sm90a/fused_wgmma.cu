@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string>
 
+#include "async_copy.cuh"
 #include "cuda_check.cuh"
 #include "knn/knn_common.cuh"
 #include "knn/knn_kernels.cuh"
@@ -67,17 +68,7 @@ __device__ __forceinline__ void BarExpectTx(uint64_t* bar, int bytes) {
 __device__ __forceinline__ void BarArrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(SmemAddr(bar)) : "memory");
 }
-__device__ __forceinline__ void BarWait(uint64_t* bar, int parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n"
-      "}\n" ::"r"(SmemAddr(bar)),
-      "r"(parity)
-      : "memory");
-}
+__device__ __forceinline__ void BarWait(uint64_t* bar, int parity) { MbarWait(bar, parity); }
 // x, as a value the compiler must keep in a register: it cannot recompute it from its inputs at
 // every use (which, in the rarely taken candidate path, it otherwise does at a cost of a dozen
 // instructions per candidate).
