@@ -231,6 +231,8 @@ std::vector<Param> AllParams() {
       for (const Shape& s : kShapes) out.push_back({a, k, s});
     }
   }
+  // The 512 bucket, whose row-parallel finish sorts 16 words a lane in registers.
+  for (const Shape& s : kShapes) out.push_back({SelectAlgo::kQuickMultiSelect, 500, s});
   // Past the largest bucket: the documented fallback.
   out.push_back({SelectAlgo::kQuickMultiSelect, 3000, {"random", 3, 5000, Fill::kRandom}});
   out.push_back({SelectAlgo::kTruncatedBitonic, 2049, {"n_km1", 2, -1, Fill::kRandom, 0, false, true}});

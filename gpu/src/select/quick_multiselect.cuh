@@ -273,7 +273,8 @@ __global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3)
 //      survivor list in global memory (one atomic per warp and piece). No block barrier: full
 //      occupancy, like a copy. For k <= 256 the warp that completes a row also finishes it: the
 //      k-th smallest survivor by a radix select, the k smallest gathered with ballots and sorted;
-//   3. QmsFinishKernel (k > 256): the same finish with a block per row;
+//   3. k > 256: the same finish in a launch of its own, a warp per row with the k words sorted in
+//      registers (QmsWarpFinishKernel, k <= 1024) or a block per row (QmsFinishKernel);
 //   4. QuickMultiSelectListKernel: the rows whose pivot fell under the k-th word (fewer than k
 //      survivors) or that overflowed the survivor list are selected again by the one-block path.
 template <int KB>
@@ -347,17 +348,19 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
   }
 }
 
-// The finish of one row by one warp, for KB <= kWarpFinishMax (run by the filter's warp that
-// completes the row): no block barrier, the n survivors at src read from L2 in each radix round,
-// the k smallest gathered into `out` (KB words of shared memory) and sorted in registers (KB / 32
-// words a lane). When the k-th value is tied, its words are cut at the k-th column by a second
-// radix select (over the columns). Rows with too few or too many survivors are handed back.
-constexpr int kWarpFinishMax = 256;  // above, the sort in registers would spill
+// The finish of one row by one warp: no block barrier, the n survivors at src read from L2 in
+// each radix round, the k smallest gathered into `out` (WarpSortedWords<KB>() words of shared
+// memory) and sorted (KB / 32 words a lane). When the k-th value is tied, its words are cut at
+// the k-th column by a second radix select (over the columns). Rows with too few or too many
+// survivors are handed back. Up to kWarpFinishMax the filter's warp that completes a row runs it
+// (within the filter's 64 registers); above, QmsWarpFinishKernel does, up to kWarpSortMax.
+constexpr int kWarpFinishMax = 256;
+constexpr int kWarpSortMax = 1024;
 
 template <int KB>
 __device__ void WarpFinishRow(const SelectArgs& a, int64_t row, int n, const u64* src,
                               QmsShared& qs, u64* out, const QmsSplitScratch& s) {
-  static_assert(KB >= 32 && KB <= kWarpFinishMax, "warp finish bucket");
+  static_assert(KB >= 32 && KB <= kWarpSortMax, "warp finish bucket");
   const int lane = threadIdx.x & 31;
   if (n < a.k || n > s.cap) {
     if (lane == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row;
@@ -366,7 +369,7 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row, int n, const u64
   // Eight words a lane in flight per pass over the survivors (they are read from L2 in each
   // radix round and gather): one load per word in turn measured 1 % slower at k <= 256.
   WarpSelectSorted<KB, 8>(n, a.k, [&](int i) { return __ldcg(src + i); }, qs, out);
-  WriteRow<32>(a, row, out, lane);
+  WriteRow<32, (KB > kWarpSortInShared ? KB / 32 : 0)>(a, row, out, lane);
 }
 
 // Rows row0 .. row0 + rows - 1 (segments == 1), cut into `ppr` pieces of kFilterPiece columns
@@ -477,6 +480,36 @@ __global__ void __launch_bounds__(QmsSplitConfig<KB>::kThreads)
   WriteRow<T>(a, row, buf + C::kCap);
 }
 
+// The finish for kWarpFinishMax < KB <= kWarpSortMax: one warp per row (WarpFinishRow, the k
+// smallest sorted in registers), kWarps rows a block, no block barrier. (The block per row of
+// QmsFinishKernel spent most of its time in the shared-memory and shuffle stages of its sort:
+// bench/results/select.md.)
+// At k = 1024 on rows of 65536 columns (about 1900 survivors a row, read again in every pass)
+// the block per row, which copies them to shared memory once, was as fast (0.8 % faster; the
+// warp finish gains 5 % at 32768 columns and 13 % at 8192).
+constexpr int64_t kWarpFinishMaxCols1024 = 32768;
+
+template <int KB>
+struct QmsWarpFinishConfig {
+  static constexpr int kWarps = 4;
+  static constexpr int kShared = kWarps * WarpSortedWords<KB>() * 8;
+};
+
+template <int KB>
+__global__ void __launch_bounds__(32 * QmsWarpFinishConfig<KB>::kWarps)
+    QmsWarpFinishKernel(SelectArgs a, int64_t row0, int rows, QmsSplitScratch s) {
+  using C = QmsWarpFinishConfig<KB>;
+  extern __shared__ u64 outs[];
+  __shared__ QmsShared qs_all[C::kWarps];
+  AllowDependentGrid();
+  WaitPrimaryGrid();  // the survivors
+  const int warp = threadIdx.x / 32;
+  const int lr = blockIdx.x * C::kWarps + warp;
+  if (lr >= rows) return;
+  WarpFinishRow<KB>(a, row0 + lr, s.count[lr], s.survivors + static_cast<int64_t>(lr) * s.cap,
+                    qs_all[warp], outs + warp * WarpSortedWords<KB>(), s);
+}
+
 // Whether the row-parallel path suits the shape (QmsRowParallelFits) and the launch.
 template <int KB>
 bool QmsSplitSuits(const SelectArgs& a) {
@@ -494,7 +527,7 @@ struct QmsShape {
 // Rows are taken in batches whose survivor lists fit kSplitScratchBytes. (Running the pivot and
 // finish launches of one batch beside the filter of the next, on side streams, measured no
 // faster: the filter needs every register of the SM to keep enough loads in flight.)
-constexpr int64_t kSplitScratchBytes = int64_t{256} << 20;
+constexpr int64_t kSplitScratchBytes = int64_t{320} << 20;
 
 template <int KB>
 void LaunchQmsRowParallel(const SelectArgs& a) {
@@ -503,6 +536,12 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   using S = QmsSplitConfig<KB>;
   auto list = QuickMultiSelectListKernel<KB, T, U, D>;
   PrepareSharedMemory(list, C::kShared, a);
+  using WF = QmsWarpFinishConfig<KB>;
+  const bool warp_finish = KB > kWarpFinishMax && KB <= kWarpSortMax &&
+                           (KB < kWarpSortMax || a.cols <= kWarpFinishMaxCols1024);
+  if constexpr (KB > kWarpFinishMax && KB <= kWarpSortMax) {
+    PrepareSharedMemory(QmsWarpFinishKernel<KB>, WF::kShared, a);
+  }
   if constexpr (KB > kWarpFinishMax) PrepareSharedMemory(QmsFinishKernel<KB>, S::kShared, a);
   const int64_t ppr = (a.cols + kFilterPiece - 1) / kFilterPiece;
   const int64_t per_row = S::kCap * 8 + 8 + 8 + 8;
@@ -535,8 +574,16 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
     const int64_t fgrid = std::min<int64_t>((groups + 7) / 8, static_cast<int64_t>(sms) * 4);
     LaunchDependent(QmsFilterKernel<kFilterVec, KB>, fgrid, 256, 0, a.stream, a, row0,
                     static_cast<int>(n), static_cast<int>(ppr), s);
+    if constexpr (KB > kWarpFinishMax && KB <= kWarpSortMax) {
+      if (warp_finish) {
+        LaunchDependent(QmsWarpFinishKernel<KB>, (n + WF::kWarps - 1) / WF::kWarps,
+                        32 * WF::kWarps, WF::kShared, a.stream, a, row0, static_cast<int>(n), s);
+      }
+    }
     if constexpr (KB > kWarpFinishMax) {
-      LaunchDependent(QmsFinishKernel<KB>, n, S::kThreads, S::kShared, a.stream, a, row0, s);
+      if (!warp_finish) {
+        LaunchDependent(QmsFinishKernel<KB>, n, S::kThreads, S::kShared, a.stream, a, row0, s);
+      }
     }
     const int64_t grid = std::min<int64_t>(n, static_cast<int64_t>(sms) * (KB >= 1024 ? 2 : 3));
     LaunchDependent(list, grid, T, C::kShared, a.stream, a,

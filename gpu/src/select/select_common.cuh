@@ -132,15 +132,16 @@ __device__ inline void DecodeWord(const SelectArgs& a, u64 w, int64_t src_row, i
 }
 
 // Writes the first k words of `sorted` (ascending, shared memory) as row `row` of the output.
-// T threads, this one being number tid.
-template <int T>
+// T threads, this one being number tid. With kRun > 0 the words are padded by one after every
+// kRun (word i at sorted[i + i / kRun], as WarpSelectSorted leaves them above 256 words).
+template <int T, int kRun = 0>
 __device__ void WriteRow(const SelectArgs& a, int64_t row, const u64* sorted,
                          int tid = threadIdx.x) {
   const RowView rv = GetRow(a, row);
   const int64_t out0 = row * static_cast<int64_t>(a.k);
   for (int i = tid; i < a.k; i += T) {
-    DecodeWord(a, sorted[i], rv.src_row, rv.col0, &a.out_values[out0 + i],
-               &a.out_indices[out0 + i]);
+    DecodeWord(a, sorted[kRun > 0 ? i + i / kRun : i], rv.src_row, rv.col0,
+               &a.out_values[out0 + i], &a.out_indices[out0 + i]);
   }
 }
 

@@ -231,12 +231,80 @@ __device__ void WarpTwoRankBounds(int ra, int rb, QmsShared& qs, unsigned* hist_
   __syncwarp();  // the histograms are free again
 }
 
+// Orders a and b ascending when up, descending otherwise.
+__device__ __forceinline__ void CompareExchange(u64& a, u64& b, bool up) {
+  if ((a > b) == up) {
+    const u64 t = a;
+    a = b;
+    b = t;
+  }
+}
+
+// Bitonic sort of the 32 * E words a warp holds in registers, lane-major (word lane * E + e is
+// x[e]), ascending on return. Runs of up to E words are sorted inside each lane; each merge of
+// longer runs exchanges across lanes by shuffles down to a stride of E words and finishes inside
+// the lane, where every stage's direction is the lane's own. Most stages (40 of the 55 for
+// 1024 words) then need no shuffle, and the merges are a loop, not unrolled, to keep the code
+// small.
+template <int E>
+__device__ __forceinline__ void WarpSortRegisters(u64 (&x)[E]) {
+  static_assert(E >= 2 && (E & (E - 1)) == 0, "a power of two");
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int size = 2; size <= E; size <<= 1) {
+#pragma unroll
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        if ((e & stride) == 0) {
+          CompareExchange(x[e], x[e + stride], size == E ? (lane & 1) == 0 : (e & size) == 0);
+        }
+      }
+    }
+  }
+#pragma unroll 1
+  for (int lanes = 2; lanes <= 32; lanes <<= 1) {  // runs of lanes * E words
+    const bool up = lanes == 32 || (lane & lanes) == 0;
+#pragma unroll 1
+    for (int ls = lanes >> 1; ls > 0; ls >>= 1) {  // stride ls * E: the partner is lane ^ ls
+      const bool keep_min = ((lane & ls) == 0) == up;
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const u64 o = __shfl_xor_sync(kFullMask, x[e], ls);
+        x[e] = (o < x[e]) == keep_min ? o : x[e];
+      }
+    }
+#pragma unroll
+    for (int stride = E >> 1; stride > 0; stride >>= 1) {
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        if ((e & stride) == 0) CompareExchange(x[e], x[e + stride], up);
+      }
+    }
+  }
+}
+
+// Above this bucket WarpSelectSorted sorts in registers (WarpSortRegisters) and leaves its
+// output padded: sorted word i at out[WarpSortedSlot<KB>(i)], one spare word after every
+// KB / 32 (a lane's run), so that each lane reads and writes its run without bank conflicts.
+constexpr int kWarpSortInShared = 256;
+template <int KB>
+__host__ __device__ constexpr int WarpSortedSlot(int i) {
+  return KB > kWarpSortInShared ? i + i / (KB / 32) : i;
+}
+template <int KB>
+__host__ __device__ constexpr int WarpSortedWords() {
+  return KB > kWarpSortInShared ? KB + 32 : KB;
+}
+
 // Leaves the k smallest of the n words load(0 .. n-1) (load may be called several times for an
-// index) sorted ascending in out[0, KB) (this warp's shared memory), padded with kSentinel.
-// k <= KB; one warp, qs its own.
+// index) sorted ascending in out (this warp's shared memory, WarpSortedWords<KB>() words; word i
+// at WarpSortedSlot<KB>(i)), padded with kSentinel. k <= KB; one warp, qs its own.
 template <int KB, int B, typename Load>
 __device__ void WarpSelectSorted(int n, int k, Load&& load, QmsShared& qs, u64* out) {
-  static_assert(KB >= 32 && KB <= 256, "KB / 32 words a lane, in registers");
+  static_assert(KB >= 32 && KB <= 1024, "KB / 32 words a lane, in registers");
+  constexpr int E = KB / 32;
+  auto slot = [](int i) { return WarpSortedSlot<KB>(i); };
   const int lane = threadIdx.x & 31;
   // Every pass over the n words issues B loads a lane before using any (the words live in L2:
   // one round trip per B words instead of one per word).
@@ -253,7 +321,7 @@ __device__ void WarpSelectSorted(int n, int k, Load&& load, QmsShared& qs, u64* 
     }
   };
   if (n <= KB) {  // few enough to sort them all
-    for (int i = lane; i < KB; i += 32) out[i] = i < n ? load(i) : kSentinel;
+    for (int i = lane; i < KB; i += 32) out[slot(i)] = i < n ? load(i) : kSentinel;
   } else {
     const unsigned kth = BlockRadixSelect<32>(k - 1, qs, [&](auto&& f) {
       each_word([&](bool, int i, u64 w) {
@@ -272,7 +340,7 @@ __device__ void WarpSelectSorted(int n, int k, Load&& load, QmsShared& qs, u64* 
                                                                 static_cast<unsigned>(w) <= col_max));
         const unsigned b = __ballot_sync(kFullMask, take);
         const int pos = m + __popc(b & lt);
-        if (!count_below && take && pos < KB) out[pos] = w;
+        if (!count_below && take && pos < KB) out[slot(pos)] = w;
         m += __popc(b);
       });
       return m;
@@ -288,10 +356,20 @@ __device__ void WarpSelectSorted(int n, int k, Load&& load, QmsShared& qs, u64* 
       });
       m = gather(col_max, false);
     }
-    for (int i = m + lane; i < KB; i += 32) out[i] = kSentinel;
+    for (int i = m + lane; i < KB; i += 32) out[slot(i)] = kSentinel;
   }
   __syncwarp();
-  BlockSortWords<32, KB / 32>(out, lane);
+  if constexpr (KB > kWarpSortInShared) {
+    u64 x[E];
+#pragma unroll
+    for (int e = 0; e < E; ++e) x[e] = out[lane * (E + 1) + e];
+    WarpSortRegisters<E>(x);
+#pragma unroll
+    for (int e = 0; e < E; ++e) out[lane * (E + 1) + e] = x[e];
+    __syncwarp();
+  } else {
+    BlockSortWords<32, E>(out, lane);
+  }
 }
 
 // The same for a block of T = 256 threads: src[0, n) in shared memory, out[0, KB) (shared, not
