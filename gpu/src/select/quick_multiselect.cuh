@@ -369,7 +369,7 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row, int n, const u64
   // Eight words a lane in flight per pass over the survivors (they are read from L2 in each
   // radix round and gather): one load per word in turn measured 1 % slower at k <= 256.
   WarpSelectSorted<KB, 8>(n, a.k, [&](int i) { return __ldcg(src + i); }, qs, out);
-  WriteRow<32, (KB > kWarpSortInShared ? KB / 32 : 0)>(a, row, out, lane);
+  WriteRow<32, WarpSortedRun<KB>()>(a, row, out, lane);
 }
 
 // Rows row0 .. row0 + rows - 1 (segments == 1), cut into `ppr` pieces of kFilterPiece columns

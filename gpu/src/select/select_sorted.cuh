@@ -289,8 +289,12 @@ __device__ __forceinline__ void WarpSortRegisters(u64 (&x)[E]) {
 // KB / 32 (a lane's run), so that each lane reads and writes its run without bank conflicts.
 constexpr int kWarpSortInShared = 256;
 template <int KB>
+__host__ __device__ constexpr int WarpSortedRun() {  // words between spare slots; 0: none
+  return KB > kWarpSortInShared ? KB / 32 : 0;
+}
+template <int KB>
 __host__ __device__ constexpr int WarpSortedSlot(int i) {
-  return KB > kWarpSortInShared ? i + i / (KB / 32) : i;
+  return WarpSortedRun<KB>() > 0 ? i + i / WarpSortedRun<KB>() : i;
 }
 template <int KB>
 __host__ __device__ constexpr int WarpSortedWords() {
