@@ -441,20 +441,32 @@ __device__ __forceinline__ int GatherSlices(const uint64_t* __restrict__ keys,
   return base < max_keys ? base : max_keys;
 }
 
-// One query per warp, blockDim.x / 32 a block: this warp's query and its max_keys candidate
-// slots at the start of the block's dynamic shared memory (wkeys).
+// One query per warp, blockDim.x / 32 a block: this warp's query, its max_keys candidate slots at
+// the start of the block's dynamic shared memory (wkeys), and the candidates gathered there from
+// the query's slices (GatherSlices; cnt of them). A warp past the last query (q >= nq) gathers
+// nothing and should return.
 struct WarpQuery {
   int lane, warp, nwarps;
   int64_t q;
   uint64_t* skeys;
+  int cnt;
 };
-__device__ __forceinline__ WarpQuery ThisWarpQuery(uint64_t* wkeys, int max_keys) {
+__device__ __forceinline__ WarpQuery GatherWarpQuery(uint64_t* wkeys, int max_keys, int64_t nq,
+                                                     const uint64_t* __restrict__ keys,
+                                                     const int32_t* __restrict__ counts,
+                                                     int ysplit, int per, int32_t* flags,
+                                                     int64_t* total) {
   WarpQuery w;
   w.lane = threadIdx.x & 31;
   w.warp = threadIdx.x >> 5;
   w.nwarps = blockDim.x >> 5;
   w.q = static_cast<int64_t>(blockIdx.x) * w.nwarps + w.warp;
   w.skeys = wkeys + static_cast<int64_t>(w.warp) * max_keys;
+  w.cnt = 0;
+  if (w.q < nq) {
+    w.cnt = GatherSlices(keys, counts, w.q, ysplit, per, max_keys, w.skeys, flags, total);
+    __syncwarp();
+  }
   return w;
 }
 
@@ -466,11 +478,11 @@ __global__ void __launch_bounds__(128)
                                int per, int max_keys, int64_t k, float* __restrict__ out_vals,
                                int64_t* __restrict__ out_idx, int32_t* flags, int64_t* total) {
   extern __shared__ uint64_t wkeys[];
-  const WarpQuery w = ThisWarpQuery(wkeys, max_keys);
+  const WarpQuery w =
+      GatherWarpQuery(wkeys, max_keys, nq, keys, counts, ysplit, per, flags, total);
   if (w.q >= nq) return;
-  const int lane = w.lane;
+  const int lane = w.lane, cnt = w.cnt;
   uint64_t* skeys = w.skeys;
-  const int cnt = GatherSlices(keys, counts, w.q, ysplit, per, max_keys, skeys, flags, total);
   float* ov = out_vals + w.q * k;
   int64_t* oi = out_idx + w.q * k;
   if (KPL > 4 && cnt <= 128) WarpSortSelect<4>(skeys, cnt, k, lane, ov, oi);
@@ -489,19 +501,16 @@ __global__ void __launch_bounds__(128)
                                 int per, int max_keys, int64_t k, float* __restrict__ out_vals,
                                 int64_t* __restrict__ out_idx, int32_t* flags, int64_t* total) {
   extern __shared__ uint64_t wkeys[];
-  const WarpQuery w = ThisWarpQuery(wkeys, max_keys);
+  const WarpQuery w =
+      GatherWarpQuery(wkeys, max_keys, nq, keys, counts, ysplit, per, flags, total);
   if (w.q >= nq) return;
-  const int lane = w.lane, warp = w.warp, nwarps = w.nwarps;
-  const int64_t q = w.q;
-  uint64_t* skeys = w.skeys;
-  u64* sel = reinterpret_cast<u64*>(wkeys + static_cast<int64_t>(nwarps) * max_keys) + warp * KB;
-  QmsShared& qs =
-      reinterpret_cast<QmsShared*>(wkeys + static_cast<int64_t>(nwarps) * (max_keys + KB))[warp];
-  const int cnt = GatherSlices(keys, counts, q, ysplit, per, max_keys, skeys, flags, total);
-  __syncwarp();
-  WarpSelectSorted<KB, 1>(cnt, static_cast<int>(k),
-                          [&](int i) { return static_cast<u64>(skeys[i]); }, qs, sel);
-  StoreSelected(sel, cnt, k, out_vals + q * k, out_idx + q * k, lane, 32);
+  u64* sel =
+      reinterpret_cast<u64*>(wkeys + static_cast<int64_t>(w.nwarps) * max_keys) + w.warp * KB;
+  QmsShared& qs = reinterpret_cast<QmsShared*>(
+      wkeys + static_cast<int64_t>(w.nwarps) * (max_keys + KB))[w.warp];
+  WarpSelectSorted<KB, 1>(w.cnt, static_cast<int>(k),
+                          [&](int i) { return static_cast<u64>(w.skeys[i]); }, qs, sel);
+  StoreSelected(sel, w.cnt, k, out_vals + w.q * k, out_idx + w.q * k, w.lane, 32);
 }
 
 // One warp per query of an inner level: only the next level's bounds, from the candidates'
@@ -516,34 +525,30 @@ __global__ void __launch_bounds__(128)
                       const float* __restrict__ bound, float* __restrict__ safe,
                       float* __restrict__ thr, int32_t* flags, int64_t* total) {
   extern __shared__ uint64_t wkeys[];
-  const WarpQuery w = ThisWarpQuery(wkeys, max_keys);
+  const WarpQuery w =
+      GatherWarpQuery(wkeys, max_keys, nq, keys, counts, ysplit, per, flags, total);
   if (w.q >= nq) return;
-  const int lane = w.lane, warp = w.warp, nwarps = w.nwarps;
-  const int64_t q = w.q;
-  uint64_t* skeys = w.skeys;
   QmsShared* qs_all =
-      reinterpret_cast<QmsShared*>(wkeys + static_cast<int64_t>(nwarps) * max_keys);
-  unsigned* hist_b = reinterpret_cast<unsigned*>(qs_all + nwarps) + warp * 256;
-  const int cnt = GatherSlices(keys, counts, q, ysplit, per, max_keys, skeys, flags, total);
-  __syncwarp();
-  const bool full = cnt >= k;
-  float s = safe[q];
+      reinterpret_cast<QmsShared*>(wkeys + static_cast<int64_t>(w.nwarps) * max_keys);
+  unsigned* hist_b = reinterpret_cast<unsigned*>(qs_all + w.nwarps) + w.warp * 256;
+  const bool full = w.cnt >= k;
+  float s = safe[w.q];
   unsigned kth = 0, rth = 0;
   if (full) {
     WarpTwoRankBounds(
-        static_cast<int>(k - 1), static_cast<int>(rank > 0 ? rank - 1 : k - 1), qs_all[warp],
+        static_cast<int>(k - 1), static_cast<int>(rank > 0 ? rank - 1 : k - 1), qs_all[w.warp],
         hist_b,
         [&](auto&& f) {
-          for (int i = lane; i < cnt; i += 32) f(static_cast<unsigned>(skeys[i] >> 32));
+          for (int i = w.lane; i < w.cnt; i += 32) f(static_cast<unsigned>(w.skeys[i] >> 32));
         },
         kth, rth);
     s = FromOrderedBits(kth);
   }
-  if (bound) s = fminf(s, bound[q]);
+  if (bound) s = fminf(s, bound[w.q]);
   const float t = rank > 0 && full ? fminf(FromOrderedBits(rth), s) : s;
-  if (lane == 0) {
-    safe[q] = s;
-    thr[q] = t;
+  if (w.lane == 0) {
+    safe[w.q] = s;
+    thr[w.q] = t;
   }
 }
 
