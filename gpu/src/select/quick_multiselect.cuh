@@ -392,6 +392,8 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
   static_assert(KB * 8 <= kFilterPiece * 4 || !kFinish, "the finish reuses the warp's stage");
   __shared__ __align__(16) float stage_all[8][kFilterPiece];
   __shared__ QmsShared qs_all[kFinish ? 8 : 1];
+  constexpr int kPack = kFinish ? 1 : 192;  // words a warp packs before storing them
+  __shared__ u64 pack_all[8][kPack];
   AllowDependentGrid();
   WaitPrimaryGrid();  // the pivots and cleared counters
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
@@ -418,19 +420,38 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
       unsigned bits = CandidateBits<32, U>(v, base, a.cols, vec, thr, lane);
       if (!__any_sync(kFullMask, bits != 0)) continue;
       // Slots for the warp's candidates: an inclusive scan of the per-lane counts, one atomic.
-      int pos = WarpAppendSlots(__popc(bits), &s.count[lr]);
+      const int cnt = __popc(bits);
+      int pos = WarpAppendSlots(cnt, &s.count[lr]);
       // The candidates' values are picked from the warp's copy of the piece in shared memory
       // (one load each) rather than out of the registers by a chain of selects.
       if (bits) {
 #pragma unroll
         for (int u = 0; u < U; ++u) *reinterpret_cast<float4*>(stage + u * 128 + lane * 4) = v[u];
       }
-      while (bits) {
+      auto next_word = [&] {
         const int j = __ffs(bits) - 1;
         bits &= bits - 1;
         const int off = ChunkOffset<32>(vec, j >> 2, j & 3, lane);
-        if (pos < s.cap) out[pos] = Pack(FloatKey(stage[(j >> 2) * 128 + lane * 4 + (j & 3)]), base + off);
-        ++pos;
+        return Pack(FloatKey(stage[(j >> 2) * 128 + lane * 4 + (j & 3)]), base + off);
+      };
+      if constexpr (!kFinish) {
+        // Many survivors (about one word in six at k = 1024 on 8192 columns): the warp's words
+        // are packed in shared memory, then stored contiguously, instead of one store per word
+        // scattered over each lane's own slots.
+        const int first = __shfl_sync(kFullMask, pos, 0);
+        const int total = __shfl_sync(kFullMask, pos + cnt, 31) - first;
+        if (total <= kPack) {
+          u64* pack = pack_all[warp];
+          for (int q = pos - first; bits; ++q) pack[q] = next_word();
+          __syncwarp();
+          for (int i = lane; i < total && first + i < s.cap; i += 32) out[first + i] = pack[i];
+          __syncwarp();  // the pack is reused by the next piece
+          continue;
+        }
+      }
+      for (; bits; ++pos) {
+        const u64 w = next_word();
+        if (pos < s.cap) out[pos] = w;
       }
     }
     if constexpr (kFinish) {
