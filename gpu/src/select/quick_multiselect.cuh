@@ -293,9 +293,18 @@ struct QmsSplitScratch {
   int* fail_count;    // rows handed back
   int* ticket;        // next group of pieces to filter
   int64_t* fail_rows;
-  u64* survivors;     // [rows][cap]
+  u64* survivors;     // [rows][cap] words; above kWarpFinishMax each row's cap keys, then its cap columns
   int cap;
 };
+
+// Above kWarpFinishMax a row's survivors are kept as two arrays, keys then columns (the radix
+// rounds of the finish read only the keys, four a load); at and below it as words.
+__device__ __forceinline__ unsigned* SurvivorKeys(const QmsSplitScratch& s, int64_t lr) {
+  return reinterpret_cast<unsigned*>(s.survivors + lr * s.cap);
+}
+__device__ __forceinline__ unsigned* SurvivorCols(const QmsSplitScratch& s, int64_t lr) {
+  return SurvivorKeys(s, lr) + s.cap;
+}
 
 // Pivots of rows row0 .. row0 + rows - 1 (all of one length, long enough to sample), one warp
 // per row (8 rows a block): the warp loads the same 32 runs of 64 words as LoadSample and
@@ -348,7 +357,7 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
   }
 }
 
-// The finish of one row by one warp: no block barrier, the n survivors at src read from L2 in
+// The finish of local row lr by one warp: no block barrier, its n survivors read from L2 in
 // each radix round, the k smallest gathered into `out` (WarpSortedWords<KB>() words of shared
 // memory) and sorted (KB / 32 words a lane). When the k-th value is tied, its words are cut at
 // the k-th column by a second radix select (over the columns). Rows with too few or too many
@@ -358,18 +367,73 @@ constexpr int kWarpFinishMax = 256;
 constexpr int kWarpSortMax = 1024;
 
 template <int KB>
-__device__ void WarpFinishRow(const SelectArgs& a, int64_t row, int n, const u64* src,
-                              QmsShared& qs, u64* out, const QmsSplitScratch& s) {
+__device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int n, QmsShared& qs,
+                              u64* out, const QmsSplitScratch& s) {
   static_assert(KB >= 32 && KB <= kWarpSortMax, "warp finish bucket");
   const int lane = threadIdx.x & 31;
   if (n < a.k || n > s.cap) {
-    if (lane == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row;
+    if (lane == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row0 + lr;
     return;
   }
   // Eight words a lane in flight per pass over the survivors (they are read from L2 in each
   // radix round and gather): one load per word in turn measured 1 % slower at k <= 256.
-  WarpSelectSorted<KB, 8>(n, a.k, [&](int i) { return __ldcg(src + i); }, qs, out);
-  WriteRow<32, WarpSortedRun<KB>()>(a, row, out, lane);
+  if constexpr (KB <= kWarpFinishMax) {
+    const u64* src = s.survivors + lr * s.cap;
+    WarpSelectSorted<KB, 8>(n, a.k, [&](int i) { return __ldcg(src + i); }, qs, out);
+  } else {
+    // Every pass loads four keys (and, gathering, their four columns) a lane at once, B such
+    // loads in flight (the arrays start 16-byte aligned; the words' order does not matter to
+    // the selection).
+    const unsigned* keys = SurvivorKeys(s, lr);
+    const unsigned* cols = SurvivorCols(s, lr);
+    auto load = [&](int i) { return Pack(__ldcg(keys + i), __ldcg(cols + i)); };
+    constexpr int B = 4;
+    const int n4 = (n + 3) / 4;
+    auto each_key = [&](auto&& f) {
+      for (int j0 = 0; j0 < n4; j0 += 32 * B) {
+        uint4 v[B];
+#pragma unroll
+        for (int b = 0; b < B; ++b) {
+          const int j = j0 + b * 32 + lane;
+          if (j < n4) v[b] = __ldcg(reinterpret_cast<const uint4*>(keys) + j);
+        }
+#pragma unroll
+        for (int b = 0; b < B; ++b) {
+          const int i = 4 * (j0 + b * 32 + lane);
+          if (i < n) f(v[b].x);
+          if (i + 1 < n) f(v[b].y);
+          if (i + 2 < n) f(v[b].z);
+          if (i + 3 < n) f(v[b].w);
+        }
+      }
+    };
+    auto each_word = [&](auto&& f) {
+      for (int j0 = 0; j0 < n4; j0 += 32 * B) {
+        uint4 kv[B], cv[B];
+#pragma unroll
+        for (int b = 0; b < B; ++b) {
+          const int j = j0 + b * 32 + lane;
+          if (j < n4) {
+            kv[b] = __ldcg(reinterpret_cast<const uint4*>(keys) + j);
+            cv[b] = __ldcg(reinterpret_cast<const uint4*>(cols) + j);
+          }
+        }
+#pragma unroll
+        for (int b = 0; b < B; ++b) {
+          const int first = 4 * (j0 + b * 32), i = first + 4 * lane;
+          auto word = [&](int c, unsigned key, unsigned col) {
+            f(first + c < n, i + c, i + c < n ? Pack(key, col) : kSentinel);
+          };
+          word(0, kv[b].x, cv[b].x);
+          word(1, kv[b].y, cv[b].y);
+          word(2, kv[b].z, cv[b].z);
+          word(3, kv[b].w, cv[b].w);
+        }
+      }
+    };
+    WarpSelectSortedPasses<KB>(n, a.k, load, each_word, each_key, qs, out);
+  }
+  WriteRow<32, WarpSortedRun<KB>()>(a, row0 + lr, out, lane);
 }
 
 // Rows row0 .. row0 + rows - 1 (segments == 1), cut into `ppr` pieces of kFilterPiece columns
@@ -413,6 +477,8 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
     const bool vec = (reinterpret_cast<uintptr_t>(rp) & 15u) == 0;
     const u64 thr = s.pivots[lr];
     u64* out = s.survivors + static_cast<int64_t>(lr) * s.cap;
+    unsigned* out_keys = SurvivorKeys(s, lr);  // above kWarpFinishMax
+    unsigned* out_cols = SurvivorCols(s, lr);
     for (int p = p0; p < p1; ++p) {
       const int64_t base = static_cast<int64_t>(p) * kFilterPiece;
       float4 v[U];
@@ -444,14 +510,24 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
           u64* pack = pack_all[warp];
           for (int q = pos - first; bits; ++q) pack[q] = next_word();
           __syncwarp();
-          for (int i = lane; i < total && first + i < s.cap; i += 32) out[first + i] = pack[i];
+          for (int i = lane; i < total && first + i < s.cap; i += 32) {
+            const u64 w = pack[i];
+            out_keys[first + i] = static_cast<unsigned>(w >> 32);
+            out_cols[first + i] = static_cast<unsigned>(w);
+          }
           __syncwarp();  // the pack is reused by the next piece
           continue;
         }
       }
       for (; bits; ++pos) {
         const u64 w = next_word();
-        if (pos < s.cap) out[pos] = w;
+        if (pos >= s.cap) continue;
+        if constexpr (kFinish) {
+          out[pos] = w;
+        } else {
+          out_keys[pos] = static_cast<unsigned>(w >> 32);
+          out_cols[pos] = static_cast<unsigned>(w);
+        }
       }
     }
     if constexpr (kFinish) {
@@ -466,7 +542,7 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
         __threadfence();
         const int n = __ldcg(&s.count[lr]);
         __syncwarp();  // the stage is reused as the finish's buffer
-        WarpFinishRow<KB>(a, row0 + lr, n, out, qs_all[warp], reinterpret_cast<u64*>(stage), s);
+        WarpFinishRow<KB>(a, row0, lr, n, qs_all[warp], reinterpret_cast<u64*>(stage), s);
         __syncwarp();
       }
     }
@@ -494,8 +570,9 @@ __global__ void __launch_bounds__(QmsSplitConfig<KB>::kThreads)
     if (threadIdx.x == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row;
     return;
   }
-  const u64* src = s.survivors + static_cast<int64_t>(blockIdx.x) * C::kCap;
-  for (int i = threadIdx.x; i < n; i += T) buf[i] = src[i];
+  const unsigned* keys = SurvivorKeys(s, blockIdx.x);
+  const unsigned* cols = SurvivorCols(s, blockIdx.x);
+  for (int i = threadIdx.x; i < n; i += T) buf[i] = Pack(keys[i], cols[i]);
   __syncthreads();
   BlockSelectSorted<KB>(buf, n, k, qs, buf + C::kCap);
   WriteRow<T>(a, row, buf + C::kCap);
@@ -504,11 +581,7 @@ __global__ void __launch_bounds__(QmsSplitConfig<KB>::kThreads)
 // The finish for kWarpFinishMax < KB <= kWarpSortMax: one warp per row (WarpFinishRow, the k
 // smallest sorted in registers), kWarps rows a block, no block barrier. (The block per row of
 // QmsFinishKernel spent most of its time in the shared-memory and shuffle stages of its sort:
-// bench/results/select.md.)
-// At k = 1024 on rows of 65536 columns (about 1900 survivors a row, read again in every pass)
-// the block per row, which copies them to shared memory once, was as fast (0.8 % faster; the
-// warp finish gains 5 % at 32768 columns and 13 % at 8192).
-constexpr int64_t kWarpFinishMaxCols1024 = 32768;
+// bench/results/select.md.) QmsFinishKernel remains the finish of k = 2048.
 
 template <int KB>
 struct QmsWarpFinishConfig {
@@ -527,8 +600,7 @@ __global__ void __launch_bounds__(32 * QmsWarpFinishConfig<KB>::kWarps)
   const int warp = threadIdx.x / 32;
   const int lr = blockIdx.x * C::kWarps + warp;
   if (lr >= rows) return;
-  WarpFinishRow<KB>(a, row0 + lr, s.count[lr], s.survivors + static_cast<int64_t>(lr) * s.cap,
-                    qs_all[warp], outs + warp * WarpSortedWords<KB>(), s);
+  WarpFinishRow<KB>(a, row0, lr, s.count[lr], qs_all[warp], outs + warp * WarpSortedWords<KB>(), s);
 }
 
 // Whether the row-parallel path suits the shape (QmsRowParallelFits) and the launch.
@@ -558,12 +630,9 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   auto list = QuickMultiSelectListKernel<KB, T, U, D>;
   PrepareSharedMemory(list, C::kShared, a);
   using WF = QmsWarpFinishConfig<KB>;
-  const bool warp_finish = KB > kWarpFinishMax && KB <= kWarpSortMax &&
-                           (KB < kWarpSortMax || a.cols <= kWarpFinishMaxCols1024);
-  if constexpr (KB > kWarpFinishMax && KB <= kWarpSortMax) {
-    PrepareSharedMemory(QmsWarpFinishKernel<KB>, WF::kShared, a);
-  }
-  if constexpr (KB > kWarpFinishMax) PrepareSharedMemory(QmsFinishKernel<KB>, S::kShared, a);
+  constexpr bool kWarpFinish = KB > kWarpFinishMax && KB <= kWarpSortMax;
+  if constexpr (kWarpFinish) PrepareSharedMemory(QmsWarpFinishKernel<KB>, WF::kShared, a);
+  if constexpr (KB > kWarpSortMax) PrepareSharedMemory(QmsFinishKernel<KB>, S::kShared, a);
   const int64_t ppr = (a.cols + kFilterPiece - 1) / kFilterPiece;
   const int64_t per_row = S::kCap * 8 + 8 + 8 + 8;
   int64_t batch = std::min<int64_t>(a.rows, kSplitScratchBytes / per_row);
@@ -595,16 +664,12 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
     const int64_t fgrid = std::min<int64_t>((groups + 7) / 8, static_cast<int64_t>(sms) * 4);
     LaunchDependent(QmsFilterKernel<kFilterVec, KB>, fgrid, 256, 0, a.stream, a, row0,
                     static_cast<int>(n), static_cast<int>(ppr), s);
-    if constexpr (KB > kWarpFinishMax && KB <= kWarpSortMax) {
-      if (warp_finish) {
-        LaunchDependent(QmsWarpFinishKernel<KB>, (n + WF::kWarps - 1) / WF::kWarps,
-                        32 * WF::kWarps, WF::kShared, a.stream, a, row0, static_cast<int>(n), s);
-      }
+    if constexpr (kWarpFinish) {
+      LaunchDependent(QmsWarpFinishKernel<KB>, (n + WF::kWarps - 1) / WF::kWarps,
+                      32 * WF::kWarps, WF::kShared, a.stream, a, row0, static_cast<int>(n), s);
     }
-    if constexpr (KB > kWarpFinishMax) {
-      if (!warp_finish) {
-        LaunchDependent(QmsFinishKernel<KB>, n, S::kThreads, S::kShared, a.stream, a, row0, s);
-      }
+    if constexpr (KB > kWarpSortMax) {
+      LaunchDependent(QmsFinishKernel<KB>, n, S::kThreads, S::kShared, a.stream, a, row0, s);
     }
     const int64_t grid = std::min<int64_t>(n, static_cast<int64_t>(sms) * (KB >= 1024 ? 2 : 3));
     LaunchDependent(list, grid, T, C::kShared, a.stream, a,

@@ -301,37 +301,44 @@ __host__ __device__ constexpr int WarpSortedWords() {
   return KB > kWarpSortInShared ? KB + 32 : KB;
 }
 
+// Calls f(any, i, w) for the n words load(0 .. n-1), word i on lane i % 32 (any: whether the
+// warp's 32 indices include one below n; w is kSentinel past n). Every pass issues B loads a
+// lane before using any (the words live in L2: one round trip per B words instead of one per
+// word).
+template <int B, typename Load, typename F>
+__device__ __forceinline__ void WarpEachWord(int n, Load&& load, F&& f) {
+  const int lane = threadIdx.x & 31;
+  for (int i0 = 0; i0 < n; i0 += 32 * B) {
+    u64 w[B];
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      const int i = i0 + b * 32 + lane;
+      w[b] = i < n ? load(i) : kSentinel;
+    }
+#pragma unroll
+    for (int b = 0; b < B; ++b) f(i0 + b * 32 < n, i0 + b * 32 + lane, w[b]);
+  }
+}
+
 // Leaves the k smallest of the n words load(0 .. n-1) (load may be called several times for an
 // index) sorted ascending in out (this warp's shared memory, WarpSortedWords<KB>() words; word i
-// at WarpSortedSlot<KB>(i)), padded with kSentinel. k <= KB; one warp, qs its own.
-template <int KB, int B, typename Load>
-__device__ void WarpSelectSorted(int n, int k, Load&& load, QmsShared& qs, u64* out) {
+// at WarpSortedSlot<KB>(i)), padded with kSentinel. k <= KB; one warp, qs its own. The passes
+// over the words are the caller's: each_word(f) calls f(any, i, w) for every word i, w, any as
+// in WarpEachWord but with words on any lanes, as long as every lane makes the same number of
+// calls; each_key(f) calls f(key) for the keys (high halves) of the words, each once on some
+// lane. The radix rounds read only the keys, so a caller holding the keys apart from the columns
+// passes a cheaper pass than the words' own (WarpSelectSorted below).
+template <int KB, typename Load, typename EachWord, typename EachKey>
+__device__ void WarpSelectSortedPasses(int n, int k, Load&& load, EachWord&& each_word,
+                                       EachKey&& each_key, QmsShared& qs, u64* out) {
   static_assert(KB >= 32 && KB <= 1024, "KB / 32 words a lane, in registers");
   constexpr int E = KB / 32;
   auto slot = [](int i) { return WarpSortedSlot<KB>(i); };
   const int lane = threadIdx.x & 31;
-  // Every pass over the n words issues B loads a lane before using any (the words live in L2:
-  // one round trip per B words instead of one per word).
-  auto each_word = [&](auto&& f) {
-    for (int i0 = 0; i0 < n; i0 += 32 * B) {
-      u64 w[B];
-#pragma unroll
-      for (int b = 0; b < B; ++b) {
-        const int i = i0 + b * 32 + lane;
-        w[b] = i < n ? load(i) : kSentinel;
-      }
-#pragma unroll
-      for (int b = 0; b < B; ++b) f(i0 + b * 32 < n, i0 + b * 32 + lane, w[b]);
-    }
-  };
   if (n <= KB) {  // few enough to sort them all
     for (int i = lane; i < KB; i += 32) out[slot(i)] = i < n ? load(i) : kSentinel;
   } else {
-    const unsigned kth = BlockRadixSelect<32>(k - 1, qs, [&](auto&& f) {
-      each_word([&](bool, int i, u64 w) {
-        if (i < n) f(static_cast<unsigned>(w >> 32));
-      });
-    });
+    const unsigned kth = BlockRadixSelect<32>(k - 1, qs, each_key);
     // Gathers the words up to (kth, col_max) into out (or only counts those under kth).
     const unsigned lt = LaneMaskLt();
     auto gather = [&](unsigned col_max, bool count_below) {
@@ -374,6 +381,19 @@ __device__ void WarpSelectSorted(int n, int k, Load&& load, QmsShared& qs, u64* 
   } else {
     BlockSortWords<32, E>(out, lane);
   }
+}
+
+// WarpSelectSortedPasses over the words load(i), B loads a lane in flight (WarpEachWord).
+template <int KB, int B, typename Load>
+__device__ void WarpSelectSorted(int n, int k, Load&& load, QmsShared& qs, u64* out) {
+  WarpSelectSortedPasses<KB>(
+      n, k, load, [&](auto&& f) { WarpEachWord<B>(n, load, f); },
+      [&](auto&& f) {
+        WarpEachWord<B>(n, load, [&](bool, int i, u64 w) {
+          if (i < n) f(static_cast<unsigned>(w >> 32));
+        });
+      },
+      qs, out);
 }
 
 // The same for a block of T = 256 threads: src[0, n) in shared memory, out[0, KB) (shared, not
