@@ -307,8 +307,8 @@ __device__ __forceinline__ unsigned* SurvivorCols(const QmsSplitScratch& s, int6
 }
 
 // Pivots of rows row0 .. row0 + rows - 1 (all of one length, long enough to sample), one warp
-// per row (8 rows a block): the warp loads the same 32 runs of 64 words as LoadSample and
-// selects alone, without block barriers. Also clears the filter's counters (QmsSplitScratch:
+// per row (8 rows a block): the warp loads a sample of 32 runs of kRun words (QmsSplitSample;
+// with kRun = 64 the runs of LoadSample) and selects alone, without block barriers. Also clears the filter's counters (QmsSplitScratch:
 // count[rows], done[rows], fail_count, ticket, contiguous). (A block per row measured slower:
 // the pivots are a chain of latencies, and warps hide more of them. So did computing the pivots
 // beside the filter, the filter starting on rows whose pivot was ready: the pivot kernel then
@@ -317,21 +317,22 @@ template <int kRun>
 __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64_t row0,
                                                             int rows, u64* pivots, int* counters) {
   AllowDependentGrid();
-  static_assert(kRun == 8 * kSamplePer, "32 runs of kRun words");
+  static_assert(kRun == 32 || kRun == 64, "32 runs of kRun words");
+  constexpr int kLanesPerRun = kRun / 4, kRunsPerLoad = 32 / kLanesPerRun;
   __shared__ QmsShared qs_all[8];
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   const int lr = blockIdx.x * 8 + warp;
   if (lr >= rows) return;
   const int64_t cols = a.cols;
   const float* rp = a.distances + (row0 + lr) * a.row_stride;
-  // Load j takes runs 2j and 2j + 1, sixteen lanes on each (whole 256-byte runs per request).
-  const int half = lane / 16, quad = lane % 16;
+  // Load j takes kRunsPerLoad runs, kLanesPerRun lanes on each (whole runs per request).
+  const int sub = lane / kLanesPerRun, quad = lane % kLanesPerRun;
   auto run = [&](int q) { return rp + static_cast<int64_t>(q) * (cols / 32) / 8 * 8; };
   unsigned key[kRun];
   if ((reinterpret_cast<uintptr_t>(rp) & 15u) == 0) {  // runs start on multiples of 8 words
 #pragma unroll
     for (int j = 0; j < kRun / 4; ++j) {
-      const float4 v = __ldg(reinterpret_cast<const float4*>(run(2 * j + half)) + quad);
+      const float4 v = __ldg(reinterpret_cast<const float4*>(run(kRunsPerLoad * j + sub)) + quad);
       key[4 * j] = FloatKey(v.x);
       key[4 * j + 1] = FloatKey(v.y);
       key[4 * j + 2] = FloatKey(v.z);
@@ -339,10 +340,13 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
     }
   } else {
 #pragma unroll
-    for (int j = 0; j < kRun; ++j) key[j] = FloatKey(__ldg(run(j / 2) + (j % 2) * 32 + lane));
+    for (int j = 0; j < kRun; ++j) {
+      const int w = j * 32 + lane;  // of the 32 * kRun sample words
+      key[j] = FloatKey(__ldg(run(w / kRun) + w % kRun));
+    }
   }
   unsigned pivot_key = BlockRadixSelect<32>(
-      SampleRank(cols, a.k), qs_all[warp],
+      SampleRank(cols, a.k, 32 * kRun), qs_all[warp],
       [&](auto&& f) {
 #pragma unroll
         for (int j = 0; j < kRun; ++j) f(key[j]);
@@ -655,8 +659,13 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
     s.done = s.count + n;  // count[n], done[n], fail_count, ticket: cleared by the pivot kernel
     s.fail_count = s.done + n;
     s.ticket = s.fail_count + 1;
-    QmsWarpPivotKernel<8 * kSamplePer><<<static_cast<unsigned>((n + 7) / 8), 256, 0, a.stream>>>(
-        a, row0, static_cast<int>(n), s.pivots, s.count);
+    if (QmsSplitSample(a.cols, a.k) == 32 * 32) {
+      QmsWarpPivotKernel<32><<<static_cast<unsigned>((n + 7) / 8), 256, 0, a.stream>>>(
+          a, row0, static_cast<int>(n), s.pivots, s.count);
+    } else {
+      QmsWarpPivotKernel<64><<<static_cast<unsigned>((n + 7) / 8), 256, 0, a.stream>>>(
+          a, row0, static_cast<int>(n), s.pivots, s.count);
+    }
     FM_CUDA_CHECK_LAUNCH();
     // The launches that follow may start while the one before drains (each waits for its
     // predecessor's results first: programmatic dependent launch).

@@ -336,9 +336,9 @@ void LaunchDependent(void (*kernel)(KArgs...), int64_t grid, int threads, std::s
 
 constexpr int kSamplePer = 8;  // sample words per thread (T = 256)
 
-// The sample rank for k of cols, or -1 when the row is too short to sample.
-__host__ __device__ inline int SampleRank(int64_t cols, int k) {
-  constexpr int kSample = kSamplePer * 256;
+// The sample rank for k of cols from a sample of kSample words, or -1 when the row is too short
+// to sample.
+__host__ __device__ inline int SampleRank(int64_t cols, int k, int kSample = kSamplePer * 256) {
   const double lambda = static_cast<double>(k) * kSample / static_cast<double>(cols);
   const int rank = static_cast<int>(lambda + 4.0 * sqrt(lambda) + 4.0);
   if (cols < kSample || cols < 8 * static_cast<int64_t>(k) || rank >= kSample / 2) return -1;
@@ -351,14 +351,22 @@ constexpr int QmsSurvivorCap(int kb) { return kb <= 256 ? 2048 : 4 * kb > 4096 ?
 // Whether rows of `cols` suit the row-parallel quick multi-select for k: long enough to sample,
 // and a sampled pivot expected to leave at most half the survivor list (the expected survivors
 // are the pivot's sample rank times cols / 2048).
+// Words in the pivot sample of the row-parallel quick multi-select: 1024 on rows of up to 32768
+// columns for k <= 512 with cols * k <= 2^23, where the pivot pass weighs most and the survivors
+// the smaller sample adds cost less than its read saves; 2048 elsewhere (A/B on the H100,
+// bench/results/select.md "Pivot sample").
+__host__ __device__ inline int QmsSplitSample(int64_t cols, int64_t k) {
+  return cols <= 32768 && k <= 512 && cols * k <= (int64_t{1} << 23) ? 1024 : 2048;
+}
+
 __host__ __device__ inline bool QmsRowParallelFits(int64_t cols, int64_t k) {
   if (k > kMaxSelectBucket) return false;
-  const int rank = SampleRank(cols, static_cast<int>(k));
+  const int sample = QmsSplitSample(cols, k);
+  const int rank = SampleRank(cols, static_cast<int>(k), sample);
   if (rank < 0) return false;
   int kb = 32;
   while (kb < k) kb *= 2;
-  return static_cast<double>(rank) * static_cast<double>(cols) / (kSamplePer * 256) <=
-         QmsSurvivorCap(kb) / 2;
+  return static_cast<double>(rank) * static_cast<double>(cols) / sample <= QmsSurvivorCap(kb) / 2;
 }
 
 // Sets the kernel's dynamic shared memory limit and checks it fits the device.
