@@ -293,7 +293,7 @@ struct QmsSplitScratch {
   int* fail_count;    // rows handed back
   int* ticket;        // next group of pieces to filter
   int64_t* fail_rows;
-  u64* survivors;     // [rows][cap] words; above kWarpFinishMax each row's cap keys, then its cap columns
+  u64* survivors;     // [rows][cap] words (above kWarpFinishMax: keys, then columns; see below)
   int cap;
 };
 
@@ -308,8 +308,9 @@ __device__ __forceinline__ unsigned* SurvivorCols(const QmsSplitScratch& s, int6
 
 // Pivots of rows row0 .. row0 + rows - 1 (all of one length, long enough to sample), one warp
 // per row (8 rows a block): the warp loads a sample of 32 runs of kRun words (QmsSplitSample;
-// with kRun = 64 the runs of LoadSample) and selects alone, without block barriers. Also clears the filter's counters (QmsSplitScratch:
-// count[rows], done[rows], fail_count, ticket, contiguous). (A block per row measured slower:
+// with kRun = 64 the runs of LoadSample) and selects alone, without block barriers. Also clears
+// the filter's counters (QmsSplitScratch: count[rows], done[rows], fail_count, ticket,
+// contiguous). (A block per row measured slower:
 // the pivots are a chain of latencies, and warps hide more of them. So did computing the pivots
 // beside the filter, the filter starting on rows whose pivot was ready: the pivot kernel then
 // held registers the filter needs to keep its loads in flight.)
@@ -379,9 +380,9 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int
     if (lane == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row0 + lr;
     return;
   }
-  // Eight words a lane in flight per pass over the survivors (they are read from L2 in each
-  // radix round and gather): one load per word in turn measured 1 % slower at k <= 256.
   if constexpr (KB <= kWarpFinishMax) {
+    // Eight words a lane in flight per pass over the survivors (they are read from L2 in each
+    // radix round and gather): one load per word in turn measured 1 % slower.
     const u64* src = s.survivors + lr * s.cap;
     WarpSelectSorted<KB, 8>(n, a.k, [&](int i) { return __ldcg(src + i); }, qs, out);
   } else {
