@@ -31,29 +31,48 @@ __host__ __device__ constexpr bool BulkCopyAvailable() {
   return true;
 #endif
 }
-__device__ __forceinline__ void MbarInit(uint64_t* bar, int count) {
+// Initialises the barrier without the fences that publish it (for callers that initialise
+// several and fence once).
+__device__ __forceinline__ void MbarInitNoFence(uint64_t* bar, int count) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(bar));
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(a), "r"(count));
+#endif
+}
+__device__ __forceinline__ void MbarInit(uint64_t* bar, int count) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  MbarInitNoFence(bar, count);
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
 }
-// Arrives on bar expecting `bytes`, then copies them (a multiple of 16, both ends 16-byte
-// aligned) from src into shared memory; the copy completes the barrier's phase.
-__device__ __forceinline__ void BulkCopyArrive(void* dst, const void* src, int bytes,
-                                               uint64_t* bar) {
+// Arrives on bar, which is to expect `bytes` from copies.
+__device__ __forceinline__ void MbarExpectTx(uint64_t* bar, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes)
+               : "memory");
+#endif
+}
+// Copies `bytes` (a multiple of 16, both ends 16-byte aligned) from src into shared memory; the
+// copy counts its bytes on bar.
+__device__ __forceinline__ void BulkCopy(void* dst, const void* src, int bytes, uint64_t* bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
   const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes)
-               : "memory");
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
           "r"(d),
       "l"(src), "r"(bytes), "r"(b)
       : "memory");
 #endif
+}
+// Arrives on bar expecting `bytes`, then copies them from src (as BulkCopy); the copy completes
+// the barrier's phase.
+__device__ __forceinline__ void BulkCopyArrive(void* dst, const void* src, int bytes,
+                                               uint64_t* bar) {
+  MbarExpectTx(bar, bytes);
+  BulkCopy(dst, src, bytes, bar);
 }
 __device__ __forceinline__ void MbarWait(uint64_t* bar, int parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

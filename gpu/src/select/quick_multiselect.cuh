@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 namespace fm::gpu::detail {
 
@@ -394,25 +395,10 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int
     auto load = [&](int i) { return Pack(__ldcg(keys + i), __ldcg(cols + i)); };
     constexpr int B = 4;
     const int n4 = (n + 3) / 4;
-    auto each_key = [&](auto&& f) {
-      for (int j0 = 0; j0 < n4; j0 += 32 * B) {
-        uint4 v[B];
-#pragma unroll
-        for (int b = 0; b < B; ++b) {
-          const int j = j0 + b * 32 + lane;
-          if (j < n4) v[b] = __ldcg(reinterpret_cast<const uint4*>(keys) + j);
-        }
-#pragma unroll
-        for (int b = 0; b < B; ++b) {
-          const int i = 4 * (j0 + b * 32 + lane);
-          if (i < n) f(v[b].x);
-          if (i + 1 < n) f(v[b].y);
-          if (i + 2 < n) f(v[b].z);
-          if (i + 3 < n) f(v[b].w);
-        }
-      }
-    };
-    auto each_word = [&](auto&& f) {
+    // One pass: use(first, i, keys, cols) for every uint4 of keys (and of columns, when
+    // kCols), i = the lane's first index in it, first = lane 0's.
+    auto each_quad = [&](auto cols_too, auto&& use) {
+      constexpr bool kCols = decltype(cols_too)::value;
       for (int j0 = 0; j0 < n4; j0 += 32 * B) {
         uint4 kv[B], cv[B];
 #pragma unroll
@@ -420,21 +406,31 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int
           const int j = j0 + b * 32 + lane;
           if (j < n4) {
             kv[b] = __ldcg(reinterpret_cast<const uint4*>(keys) + j);
-            cv[b] = __ldcg(reinterpret_cast<const uint4*>(cols) + j);
+            if constexpr (kCols) cv[b] = __ldcg(reinterpret_cast<const uint4*>(cols) + j);
           }
         }
 #pragma unroll
-        for (int b = 0; b < B; ++b) {
-          const int first = 4 * (j0 + b * 32), i = first + 4 * lane;
-          auto word = [&](int c, unsigned key, unsigned col) {
-            f(first + c < n, i + c, i + c < n ? Pack(key, col) : kSentinel);
-          };
-          word(0, kv[b].x, cv[b].x);
-          word(1, kv[b].y, cv[b].y);
-          word(2, kv[b].z, cv[b].z);
-          word(3, kv[b].w, cv[b].w);
-        }
+        for (int b = 0; b < B; ++b) use(4 * (j0 + b * 32), 4 * (j0 + b * 32 + lane), kv[b], cv[b]);
       }
+    };
+    auto each_key = [&](auto&& f) {
+      each_quad(std::false_type{}, [&](int, int i, const uint4& kv, const uint4&) {
+        if (i < n) f(kv.x);
+        if (i + 1 < n) f(kv.y);
+        if (i + 2 < n) f(kv.z);
+        if (i + 3 < n) f(kv.w);
+      });
+    };
+    auto each_word = [&](auto&& f) {
+      each_quad(std::true_type{}, [&](int first, int i, const uint4& kv, const uint4& cv) {
+        auto word = [&](int c, unsigned key, unsigned col) {
+          f(first + c < n, i + c, i + c < n ? Pack(key, col) : kSentinel);
+        };
+        word(0, kv.x, cv.x);
+        word(1, kv.y, cv.y);
+        word(2, kv.z, cv.z);
+        word(3, kv.w, cv.w);
+      });
     };
     WarpSelectSortedPasses<KB>(n, a.k, load, each_word, each_key, qs, out);
   }
@@ -652,6 +648,8 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   s.fail_rows = reinterpret_cast<int64_t*>(ws + b_piv + b_cnt);
   s.survivors = reinterpret_cast<u64*>(ws + b_piv + b_cnt + b_fail);
   s.cap = S::kCap;
+  // 32 runs of sample / 32 words a row.
+  auto pivot = QmsSplitSample(a.cols, a.k) == 1024 ? QmsWarpPivotKernel<32> : QmsWarpPivotKernel<64>;
   int dev = 0, sms = 0;
   FM_CUDA_CHECK(cudaGetDevice(&dev));
   FM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -660,13 +658,8 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
     s.done = s.count + n;  // count[n], done[n], fail_count, ticket: cleared by the pivot kernel
     s.fail_count = s.done + n;
     s.ticket = s.fail_count + 1;
-    if (QmsSplitSample(a.cols, a.k) == 32 * 32) {
-      QmsWarpPivotKernel<32><<<static_cast<unsigned>((n + 7) / 8), 256, 0, a.stream>>>(
-          a, row0, static_cast<int>(n), s.pivots, s.count);
-    } else {
-      QmsWarpPivotKernel<64><<<static_cast<unsigned>((n + 7) / 8), 256, 0, a.stream>>>(
-          a, row0, static_cast<int>(n), s.pivots, s.count);
-    }
+    pivot<<<static_cast<unsigned>((n + 7) / 8), 256, 0, a.stream>>>(a, row0, static_cast<int>(n),
+                                                                   s.pivots, s.count);
     FM_CUDA_CHECK_LAUNCH();
     // The launches that follow may start while the one before drains (each waits for its
     // predecessor's results first: programmatic dependent launch).

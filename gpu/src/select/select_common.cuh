@@ -131,16 +131,20 @@ __device__ inline void DecodeWord(const SelectArgs& a, u64 w, int64_t src_row, i
   *index = a.in_indices ? a.in_indices[src_row * a.row_stride + col] : col;
 }
 
+// Where word i of a list padded with one spare slot after every `run` words (none for run 0)
+// lies.
+__host__ __device__ constexpr int PaddedSlot(int i, int run) { return run > 0 ? i + i / run : i; }
+
 // Writes the first k words of `sorted` (ascending, shared memory) as row `row` of the output.
 // T threads, this one being number tid. With kRun > 0 the words are padded by one after every
-// kRun (word i at sorted[i + i / kRun], as WarpSelectSorted leaves them above 256 words).
+// kRun (PaddedSlot, as WarpSelectSorted leaves them above 256 words).
 template <int T, int kRun = 0>
 __device__ void WriteRow(const SelectArgs& a, int64_t row, const u64* sorted,
                          int tid = threadIdx.x) {
   const RowView rv = GetRow(a, row);
   const int64_t out0 = row * static_cast<int64_t>(a.k);
   for (int i = tid; i < a.k; i += T) {
-    DecodeWord(a, sorted[kRun > 0 ? i + i / kRun : i], rv.src_row, rv.col0,
+    DecodeWord(a, sorted[PaddedSlot(i, kRun)], rv.src_row, rv.col0,
                &a.out_values[out0 + i], &a.out_indices[out0 + i]);
   }
 }
@@ -348,9 +352,6 @@ __host__ __device__ inline int SampleRank(int64_t cols, int k, int kSample = kSa
 // Survivors the row-parallel quick multi-select keeps per row for bucket KB.
 constexpr int QmsSurvivorCap(int kb) { return kb <= 256 ? 2048 : 4 * kb > 4096 ? 4 * kb : 4096; }
 
-// Whether rows of `cols` suit the row-parallel quick multi-select for k: long enough to sample,
-// and a sampled pivot expected to leave at most half the survivor list (the expected survivors
-// are the pivot's sample rank times cols / 2048).
 // Words in the pivot sample of the row-parallel quick multi-select: 1024 on rows of up to 32768
 // columns for k <= 512 with cols * k <= 2^23, where the pivot pass weighs most and the survivors
 // the smaller sample adds cost less than its read saves; 2048 elsewhere (A/B on the H100,
@@ -359,6 +360,9 @@ __host__ __device__ inline int QmsSplitSample(int64_t cols, int64_t k) {
   return cols <= 32768 && k <= 512 && cols * k <= (int64_t{1} << 23) ? 1024 : 2048;
 }
 
+// Whether rows of `cols` suit the row-parallel quick multi-select for k: long enough to sample,
+// and a sampled pivot expected to leave at most half the survivor list (the expected survivors
+// are the pivot's sample rank times cols / the sample's size).
 __host__ __device__ inline bool QmsRowParallelFits(int64_t cols, int64_t k) {
   if (k > kMaxSelectBucket) return false;
   const int sample = QmsSplitSample(cols, k);

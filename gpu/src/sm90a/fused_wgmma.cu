@@ -57,18 +57,9 @@ __device__ __forceinline__ uint64_t SmemDescriptor(const void* p) {
 __device__ __forceinline__ uint32_t SmemAddr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
-__device__ __forceinline__ void BarInit(uint64_t* bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(SmemAddr(bar)), "r"(count));
-}
-__device__ __forceinline__ void BarExpectTx(uint64_t* bar, int bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(SmemAddr(bar)),
-               "r"(bytes)
-               : "memory");
-}
 __device__ __forceinline__ void BarArrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(SmemAddr(bar)) : "memory");
 }
-__device__ __forceinline__ void BarWait(uint64_t* bar, int parity) { MbarWait(bar, parity); }
 // x, as a value the compiler must keep in a register: it cannot recompute it from its inputs at
 // every use (which, in the rarely taken candidate path, it otherwise does at a cost of a dozen
 // instructions per candidate).
@@ -113,14 +104,6 @@ __device__ __forceinline__ void TmaLoad2d(void* dst, const CUtensorMap* map, int
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
       "{%2, %3}], [%4];\n" ::"r"(SmemAddr(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(SmemAddr(bar))
-      : "memory");
-}
-// Contiguous bytes (a multiple of 16, 16-byte aligned) into shared memory, completing on `bar`.
-__device__ __forceinline__ void BulkLoad(void* dst, const void* src, int bytes, uint64_t* bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
-          "r"(SmemAddr(dst)),
-      "l"(src), "r"(bytes), "r"(SmemAddr(bar))
       : "memory");
 }
 __device__ __forceinline__ void WgmmaFence() {
@@ -210,10 +193,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (tid == kConsumerThreads) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
-      BarInit(full + s, 1);
-      BarInit(empty + s, kConsumerThreads / 32);  // lane 0 of every consumer warp
+      MbarInitNoFence(full + s, 1);
+      MbarInitNoFence(empty + s, kConsumerThreads / 32);  // lane 0 of every consumer warp
     }
-    BarInit(a_full, 1);
+    MbarInitNoFence(a_full, 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   }
@@ -225,16 +208,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int role = __shfl_sync(0xffffffffu, tid / 128, 0);
   if (role == kConsumerThreads / 128) {  // producer warp: one lane issues every copy
     if (lane == 0) {
-      BarExpectTx(a_full, kQ * kRow);
+      MbarExpectTx(a_full, kQ * kRow);
 #pragma unroll
       for (int w = 0; w < kConsumerWgs; ++w)  // one 64-row box per consumer warpgroup
         TmaLoad2d(a_s + w * 64 * kRow, &qmap, 0, static_cast<int>(q0) + 64 * w, a_full);
       int s = 0, phase = 0;
       for (int blk = blockIdx.y; blk < nblk; blk += ysplit) {
         while (!BarTryWait(empty + s, phase ^ 1)) __nanosleep(128);  // fresh: parity 1 passes
-        BarExpectTx(full + s, kStageBytes);
+        MbarExpectTx(full + s, kStageBytes);
         TmaLoad2d(b_s + s * kTile, &cmap, 0, blk * kC, full + s);
-        BulkLoad(ct_s + s * kC, cterms + static_cast<int64_t>(blk) * kC, kC * 4, full + s);
+        BulkCopy(ct_s + s * kC, cterms + static_cast<int64_t>(blk) * kC, kC * 4, full + s);
         if (++s == kStages) {
           s = 0;
           phase ^= 1;
@@ -346,12 +329,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   int acc[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) acc[i] = 0;
-  BarWait(a_full, 0);
+  MbarWait(a_full, 0);
   // Stage s's B descriptor: lo_b0 + s * kTile / 16.
   const uint32_t lo_b0 = static_cast<uint32_t>(SmemDescriptor(b_s));
   int s = 0, phase = 0;
   for (int blk = blockIdx.y; blk < nblk; blk += ysplit) {
-    BarWait(full + s, phase);
+    MbarWait(full + s, phase);
     IssueBlock(acc, lo_a, lo_b0 + s * (kTile >> 4), hi);
     WgmmaWait<0>();
     FenceAcc(acc);
