@@ -25,7 +25,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <type_traits>
 
 namespace fm::gpu::detail {
 
@@ -395,10 +394,25 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int
     auto load = [&](int i) { return Pack(__ldcg(keys + i), __ldcg(cols + i)); };
     constexpr int B = 4;
     const int n4 = (n + 3) / 4;
-    // One pass: use(first, i, keys, cols) for every uint4 of keys (and of columns, when
-    // kCols), i = the lane's first index in it, first = lane 0's.
-    auto each_quad = [&](auto cols_too, auto&& use) {
-      constexpr bool kCols = decltype(cols_too)::value;
+    auto each_key = [&](auto&& f) {
+      for (int j0 = 0; j0 < n4; j0 += 32 * B) {
+        uint4 v[B];
+#pragma unroll
+        for (int b = 0; b < B; ++b) {
+          const int j = j0 + b * 32 + lane;
+          if (j < n4) v[b] = __ldcg(reinterpret_cast<const uint4*>(keys) + j);
+        }
+#pragma unroll
+        for (int b = 0; b < B; ++b) {
+          const int i = 4 * (j0 + b * 32 + lane);
+          if (i < n) f(v[b].x);
+          if (i + 1 < n) f(v[b].y);
+          if (i + 2 < n) f(v[b].z);
+          if (i + 3 < n) f(v[b].w);
+        }
+      }
+    };
+    auto each_word = [&](auto&& f) {
       for (int j0 = 0; j0 < n4; j0 += 32 * B) {
         uint4 kv[B], cv[B];
 #pragma unroll
@@ -406,31 +420,21 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int
           const int j = j0 + b * 32 + lane;
           if (j < n4) {
             kv[b] = __ldcg(reinterpret_cast<const uint4*>(keys) + j);
-            if constexpr (kCols) cv[b] = __ldcg(reinterpret_cast<const uint4*>(cols) + j);
+            cv[b] = __ldcg(reinterpret_cast<const uint4*>(cols) + j);
           }
         }
 #pragma unroll
-        for (int b = 0; b < B; ++b) use(4 * (j0 + b * 32), 4 * (j0 + b * 32 + lane), kv[b], cv[b]);
+        for (int b = 0; b < B; ++b) {
+          const int first = 4 * (j0 + b * 32), i = first + 4 * lane;
+          auto word = [&](int c, unsigned key, unsigned col) {
+            f(first + c < n, i + c, i + c < n ? Pack(key, col) : kSentinel);
+          };
+          word(0, kv[b].x, cv[b].x);
+          word(1, kv[b].y, cv[b].y);
+          word(2, kv[b].z, cv[b].z);
+          word(3, kv[b].w, cv[b].w);
+        }
       }
-    };
-    auto each_key = [&](auto&& f) {
-      each_quad(std::false_type{}, [&](int, int i, const uint4& kv, const uint4&) {
-        if (i < n) f(kv.x);
-        if (i + 1 < n) f(kv.y);
-        if (i + 2 < n) f(kv.z);
-        if (i + 3 < n) f(kv.w);
-      });
-    };
-    auto each_word = [&](auto&& f) {
-      each_quad(std::true_type{}, [&](int first, int i, const uint4& kv, const uint4& cv) {
-        auto word = [&](int c, unsigned key, unsigned col) {
-          f(first + c < n, i + c, i + c < n ? Pack(key, col) : kSentinel);
-        };
-        word(0, kv.x, cv.x);
-        word(1, kv.y, cv.y);
-        word(2, kv.z, cv.z);
-        word(3, kv.w, cv.w);
-      });
     };
     WarpSelectSortedPasses<KB>(n, a.k, load, each_word, each_key, qs, out);
   }

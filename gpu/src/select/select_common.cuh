@@ -131,20 +131,16 @@ __device__ inline void DecodeWord(const SelectArgs& a, u64 w, int64_t src_row, i
   *index = a.in_indices ? a.in_indices[src_row * a.row_stride + col] : col;
 }
 
-// Where word i of a list padded with one spare slot after every `run` words (none for run 0)
-// lies.
-__host__ __device__ constexpr int PaddedSlot(int i, int run) { return run > 0 ? i + i / run : i; }
-
 // Writes the first k words of `sorted` (ascending, shared memory) as row `row` of the output.
 // T threads, this one being number tid. With kRun > 0 the words are padded by one after every
-// kRun (PaddedSlot, as WarpSelectSorted leaves them above 256 words).
+// kRun (word i at sorted[i + i / kRun], as WarpSelectSorted leaves them above 256 words).
 template <int T, int kRun = 0>
 __device__ void WriteRow(const SelectArgs& a, int64_t row, const u64* sorted,
                          int tid = threadIdx.x) {
   const RowView rv = GetRow(a, row);
   const int64_t out0 = row * static_cast<int64_t>(a.k);
   for (int i = tid; i < a.k; i += T) {
-    DecodeWord(a, sorted[PaddedSlot(i, kRun)], rv.src_row, rv.col0,
+    DecodeWord(a, sorted[kRun > 0 ? i + i / kRun : i], rv.src_row, rv.col0,
                &a.out_values[out0 + i], &a.out_indices[out0 + i]);
   }
 }

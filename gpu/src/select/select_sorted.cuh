@@ -294,7 +294,7 @@ __host__ __device__ constexpr int WarpSortedRun() {  // words between spare slot
 }
 template <int KB>
 __host__ __device__ constexpr int WarpSortedSlot(int i) {
-  return PaddedSlot(i, WarpSortedRun<KB>());
+  return WarpSortedRun<KB>() > 0 ? i + i / WarpSortedRun<KB>() : i;
 }
 template <int KB>
 __host__ __device__ constexpr int WarpSortedWords() {
