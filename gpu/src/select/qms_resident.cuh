@@ -208,11 +208,26 @@ __global__ void __launch_bounds__(256, 4) QmsResidentKernel(SelectArgs a) {
   }
 }
 
+// A block's row copy is the only load it has in flight, so the SM's blocks together must hold
+// enough of the memory pipe: their rows' bytes at least kResidentInFlightUs of the SM's share of
+// the DRAM bandwidth. (Measured, bench/results/select.md "Row held in shared memory or row-
+// parallel": on an H100, 25 KB/us an SM, the resident path won with 5 rows of 32 KiB or 3 of
+// 64 KiB in flight and lost with 3 of 48 KiB, 8 of 16 KiB or 8 of 8 KiB; on an H200, 36 KB/us an
+// SM, it lost with 5 x 32 and 3 x 64 KiB.)
+constexpr double kResidentInFlightUs = 6.0;
+
 // Whether the resident path takes the launch.
 template <int KB>
 bool QmsResidentSuits(const SelectArgs& a) {
-  return a.segments == 1 && a.rows >= 2 && QmsResidentFits<KB>(a.cols, a.k) &&
-         QmsResidentConfig<KB>::Shared(a.cols) <= a.max_shared_bytes;
+  const int shmem = QmsResidentConfig<KB>::Shared(a.cols);
+  if (a.segments != 1 || a.rows < 2 || !QmsResidentFits<KB>(a.cols, a.k) ||
+      shmem > a.max_shared_bytes) {
+    return false;
+  }
+  const int blocks = std::min(2048 / QmsResidentConfig<KB>::kThreads,
+                              a.shared_per_sm / (shmem + a.shared_reserved));
+  return static_cast<double>(blocks) * static_cast<double>(a.cols) * 4.0 >=
+         kResidentInFlightUs * a.dram_bytes_per_us_sm;
 }
 
 // One block per SM slot (as many as its shared memory allows), each taking every gridDim.x-th row.

@@ -363,15 +363,15 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
 }
 
 // The finish of local row lr by one warp: no block barrier, its n survivors read from L2 in
-// each radix round, the k smallest gathered into `out` (WarpSortedWords<KB>() words of shared
-// memory) and sorted (KB / 32 words a lane). When the k-th value is tied, its words are cut at
+// each radix round, the k smallest gathered into `out` (WarpSortedWords<KB, kRegs>() words of
+// shared memory) and sorted (KB / 32 words a lane; in registers with kRegs). When the k-th value is tied, its words are cut at
 // the k-th column by a second radix select (over the columns). Rows with too few or too many
 // survivors are handed back. Up to kWarpFinishMax the filter's warp that completes a row runs it
 // (within the filter's 64 registers); above, QmsWarpFinishKernel does, up to kWarpSortMax.
 constexpr int kWarpFinishMax = 256;
 constexpr int kWarpSortMax = 1024;
 
-template <int KB>
+template <int KB, bool kRegs = (KB > kWarpSortInShared)>
 __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int n, QmsShared& qs,
                               u64* out, const QmsSplitScratch& s) {
   static_assert(KB >= 32 && KB <= kWarpSortMax, "warp finish bucket");
@@ -384,7 +384,7 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int
     // Eight words a lane in flight per pass over the survivors (they are read from L2 in each
     // radix round and gather): one load per word in turn measured 1 % slower.
     const u64* src = s.survivors + lr * s.cap;
-    WarpSelectSorted<KB, 8>(n, a.k, [&](int i) { return __ldcg(src + i); }, qs, out);
+    WarpSelectSorted<KB, 8, kRegs>(n, a.k, [&](int i) { return __ldcg(src + i); }, qs, out);
   } else {
     // Every pass loads four keys (and, gathering, their four columns) a lane at once, B such
     // loads in flight (the arrays start 16-byte aligned; the words' order does not matter to
@@ -438,7 +438,7 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int
     };
     WarpSelectSortedPasses<KB>(n, a.k, load, each_word, each_key, qs, out);
   }
-  WriteRow<32, WarpSortedRun<KB>()>(a, row0 + lr, out, lane);
+  WriteRow<32, WarpSortedRun<KB, kRegs>()>(a, row0 + lr, out, lane);
 }
 
 // Rows row0 .. row0 + rows - 1 (segments == 1), cut into `ppr` pieces of kFilterPiece columns
@@ -458,7 +458,12 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
                                                          int ppr, QmsSplitScratch s) {
   static_assert(32 * 4 * U == kFilterPiece, "one warp per piece");
   constexpr bool kFinish = KB <= kWarpFinishMax;
-  static_assert(KB * 8 <= kFilterPiece * 4 || !kFinish, "the finish reuses the warp's stage");
+  // The finish sorts the k words in registers from k = 64 on (KB / 32 a lane): the sort in
+  // shared memory is twice the code, and the warps that stream the rows wait on instruction
+  // fetches while others finish (bench/results/select.md "Finish sorted in registers").
+  constexpr bool kSortInRegisters = KB >= 64;
+  static_assert(WarpSortedWords<KB, kSortInRegisters>() * 8 <= kFilterPiece * 4 || !kFinish,
+                "the finish reuses the warp's stage");
   __shared__ __align__(16) float stage_all[8][kFilterPiece];
   __shared__ QmsShared qs_all[kFinish ? 8 : 1];
   constexpr int kPack = kFinish ? 1 : 192;  // words a warp packs before storing them
@@ -540,14 +545,15 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
       __syncwarp();
       int last = 0;
       if (lane == 0) {
-        __threadfence();
+        FenceAcqRelGpu();
         last = atomicAdd(&s.done[lr], 1) == gpr - 1;
       }
       if (__shfl_sync(kFullMask, last, 0)) {
-        __threadfence();
+        FenceAcqRelGpu();
         const int n = __ldcg(&s.count[lr]);
         __syncwarp();  // the stage is reused as the finish's buffer
-        WarpFinishRow<KB>(a, row0, lr, n, qs_all[warp], reinterpret_cast<u64*>(stage), s);
+        WarpFinishRow<KB, kSortInRegisters>(a, row0, lr, n, qs_all[warp],
+                                            reinterpret_cast<u64*>(stage), s);
         __syncwarp();
       }
     }

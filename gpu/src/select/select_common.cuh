@@ -38,6 +38,9 @@ struct SelectArgs {
   const int64_t* in_indices = nullptr;
   cudaStream_t stream = nullptr;
   int max_shared_bytes = 0;  // opt-in shared memory limit per block of the device
+  int shared_per_sm = 0;     // shared memory of an SM, and what the runtime keeps per block
+  int shared_reserved = 0;
+  double dram_bytes_per_us_sm = 0;  // the device's peak DRAM bandwidth over its SMs (0: unknown)
   // Long rows may be cut into `segments` pieces of seg_len columns (the last takes the rest);
   // launch row v is then piece v % segments of row v / segments (select_k.cu merges the pieces).
   int64_t segments = 1;
@@ -312,6 +315,10 @@ __device__ inline void WaitPrimaryGrid() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
+// Orders this thread's memory operations before and after it at GPU scope, as the release or
+// acquire side of a hand-off through a relaxed atomic (lighter than __threadfence's sequentially
+// consistent fence).
+__device__ inline void FenceAcqRelGpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 __device__ inline void AllowDependentGrid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" :::);

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -110,6 +111,42 @@ SelectAlgo ChooseSelectAlgo(int64_t rows, int64_t cols, int64_t k) {
   return SelectAlgo::kMergeQueue;
 }
 
+namespace {
+
+// What the launchers need to know of a device, queried once per device (the memory clock and
+// bus width take far longer to query than a small selection takes to run).
+struct DeviceLimits {
+  int sms = 0;
+  int max_shared_bytes = 0;
+  int shared_per_sm = 0;
+  int shared_reserved = 0;
+  double dram_bytes_per_us_sm = 0;
+};
+
+const DeviceLimits& Limits(int device) {
+  static std::mutex mu;
+  static std::map<int, DeviceLimits> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(device);
+  if (it != cache.end()) return it->second;
+  DeviceLimits l;
+  FM_CUDA_CHECK(cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, device));
+  FM_CUDA_CHECK(
+      cudaDeviceGetAttribute(&l.max_shared_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  FM_CUDA_CHECK(cudaDeviceGetAttribute(&l.shared_per_sm,
+                                       cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  FM_CUDA_CHECK(
+      cudaDeviceGetAttribute(&l.shared_reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+  int mem_khz = 0, bus_bits = 0;
+  FM_CUDA_CHECK(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, device));
+  FM_CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device));
+  // Two transfers a clock on each pin of the bus.
+  l.dram_bytes_per_us_sm = 2.0 * mem_khz * 1e-3 * bus_bits / 8 / std::max(l.sms, 1);
+  return cache.emplace(device, l).first->second;
+}
+
+}  // namespace
+
 void select_k(const Resources& res, const float* distances, int64_t rows, int64_t cols,
               int64_t row_stride, int64_t k, SelectAlgo algo, float* out_values,
               int64_t* out_indices, const int64_t* in_indices) {
@@ -158,10 +195,12 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
   a.out_indices = out_indices;
   a.in_indices = in_indices;
   a.stream = AsStream(res.stream());
-  FM_CUDA_CHECK(cudaDeviceGetAttribute(&a.max_shared_bytes,
-                                       cudaDevAttrMaxSharedMemoryPerBlockOptin, res.device()));
-  int sms = 0;
-  FM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, res.device()));
+  const DeviceLimits& lim = Limits(res.device());
+  a.max_shared_bytes = lim.max_shared_bytes;
+  a.shared_per_sm = lim.shared_per_sm;
+  a.shared_reserved = lim.shared_reserved;
+  a.dram_bytes_per_us_sm = lim.dram_bytes_per_us_sm;
+  const int sms = lim.sms;
   if (use == SelectAlgo::kMergeQueue || use == SelectAlgo::kQuickMultiSelect) {
     // Few long rows leave SMs idle with one block per row: cut each row into pieces (each at
     // least 16384 and 8k columns, a multiple of 4 so 16-byte loads stay aligned), select k in

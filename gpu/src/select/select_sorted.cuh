@@ -284,21 +284,24 @@ __device__ __forceinline__ void WarpSortRegisters(u64 (&x)[E]) {
   }
 }
 
-// Above this bucket WarpSelectSorted sorts in registers (WarpSortRegisters) and leaves its
-// output padded: sorted word i at out[WarpSortedSlot<KB>(i)], one spare word after every
-// KB / 32 (a lane's run), so that each lane reads and writes its run without bank conflicts.
+// With kRegs WarpSelectSorted sorts in registers (WarpSortRegisters, KB >= 64) and leaves its
+// output padded: sorted word i at out[WarpSortedSlot<KB, kRegs>(i)], one spare word after every
+// KB / 32 (a lane's run), so that each lane reads and writes its run without bank conflicts;
+// without, it sorts through shared memory (BlockSortWords: twice the code, fully unrolled) and
+// leaves the words in order. kRegs is the default above kWarpSortInShared; a caller may ask for
+// it from KB = 64 on.
 constexpr int kWarpSortInShared = 256;
-template <int KB>
+template <int KB, bool kRegs = (KB > kWarpSortInShared)>
 __host__ __device__ constexpr int WarpSortedRun() {  // words between spare slots; 0: none
-  return KB > kWarpSortInShared ? KB / 32 : 0;
+  return kRegs ? KB / 32 : 0;
 }
-template <int KB>
+template <int KB, bool kRegs = (KB > kWarpSortInShared)>
 __host__ __device__ constexpr int WarpSortedSlot(int i) {
-  return WarpSortedRun<KB>() > 0 ? i + i / WarpSortedRun<KB>() : i;
+  return WarpSortedRun<KB, kRegs>() > 0 ? i + i / WarpSortedRun<KB, kRegs>() : i;
 }
-template <int KB>
+template <int KB, bool kRegs = (KB > kWarpSortInShared)>
 __host__ __device__ constexpr int WarpSortedWords() {
-  return KB > kWarpSortInShared ? KB + 32 : KB;
+  return kRegs ? KB + 32 : KB;
 }
 
 // Calls f(any, i, w) for the n words load(0 .. n-1), word i on lane i % 32 (any: whether the
@@ -328,12 +331,13 @@ __device__ __forceinline__ void WarpEachWord(int n, Load&& load, F&& f) {
 // calls; each_key(f) calls f(key) for the keys (high halves) of the words, each once on some
 // lane. The radix rounds read only the keys, so a caller holding the keys apart from the columns
 // passes a cheaper pass than the words' own (WarpSelectSorted below).
-template <int KB, typename Load, typename EachWord, typename EachKey>
+template <int KB, bool kRegs = (KB > kWarpSortInShared), typename Load, typename EachWord,
+          typename EachKey>
 __device__ void WarpSelectSortedPasses(int n, int k, Load&& load, EachWord&& each_word,
                                        EachKey&& each_key, QmsShared& qs, u64* out) {
   static_assert(KB >= 32 && KB <= 1024, "KB / 32 words a lane, in registers");
   constexpr int E = KB / 32;
-  auto slot = [](int i) { return WarpSortedSlot<KB>(i); };
+  auto slot = [](int i) { return WarpSortedSlot<KB, kRegs>(i); };
   const int lane = threadIdx.x & 31;
   if (n <= KB) {  // few enough to sort them all
     for (int i = lane; i < KB; i += 32) out[slot(i)] = i < n ? load(i) : kSentinel;
@@ -370,7 +374,7 @@ __device__ void WarpSelectSortedPasses(int n, int k, Load&& load, EachWord&& eac
     for (int i = m + lane; i < KB; i += 32) out[slot(i)] = kSentinel;
   }
   __syncwarp();
-  if constexpr (KB > kWarpSortInShared) {
+  if constexpr (kRegs) {
     u64 x[E];
 #pragma unroll
     for (int e = 0; e < E; ++e) x[e] = out[lane * (E + 1) + e];
@@ -384,9 +388,9 @@ __device__ void WarpSelectSortedPasses(int n, int k, Load&& load, EachWord&& eac
 }
 
 // WarpSelectSortedPasses over the words load(i), B loads a lane in flight (WarpEachWord).
-template <int KB, int B, typename Load>
+template <int KB, int B, bool kRegs = (KB > kWarpSortInShared), typename Load>
 __device__ void WarpSelectSorted(int n, int k, Load&& load, QmsShared& qs, u64* out) {
-  WarpSelectSortedPasses<KB>(
+  WarpSelectSortedPasses<KB, kRegs>(
       n, k, load, [&](auto&& f) { WarpEachWord<B>(n, load, f); },
       [&](auto&& f) {
         WarpEachWord<B>(n, load, [&](bool, int i, u64 w) {
