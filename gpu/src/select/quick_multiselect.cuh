@@ -364,10 +364,11 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
 
 // The finish of local row lr by one warp: no block barrier, its n survivors read from L2 in
 // each radix round, the k smallest gathered into `out` (WarpSortedWords<KB, kRegs>() words of
-// shared memory) and sorted (KB / 32 words a lane; in registers with kRegs). When the k-th value is tied, its words are cut at
-// the k-th column by a second radix select (over the columns). Rows with too few or too many
-// survivors are handed back. Up to kWarpFinishMax the filter's warp that completes a row runs it
-// (within the filter's 64 registers); above, QmsWarpFinishKernel does, up to kWarpSortMax.
+// shared memory) and sorted (KB / 32 words a lane; in registers with kRegs). When the k-th value
+// is tied, its words are cut at the k-th column by a second radix select (over the columns).
+// Rows with too few or too many survivors are handed back. Up to kWarpFinishMax the filter's warp
+// that completes a row runs it (within the filter's 64 registers); above, QmsWarpFinishKernel
+// does, up to kWarpSortMax.
 constexpr int kWarpFinishMax = 256;
 constexpr int kWarpSortMax = 1024;
 
@@ -436,7 +437,7 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int
         }
       }
     };
-    WarpSelectSortedPasses<KB>(n, a.k, load, each_word, each_key, qs, out);
+    WarpSelectSortedPasses<KB, kRegs>(n, a.k, load, each_word, each_key, qs, out);
   }
   WriteRow<32, WarpSortedRun<KB, kRegs>()>(a, row0 + lr, out, lane);
 }
