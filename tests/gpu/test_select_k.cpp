@@ -206,13 +206,15 @@ const Shape kShapes[] = {
     {"n65536", 12, 65536, Fill::kRandom},
     {"sample_trap", 3, 65536, Fill::kSampleTrap},
     // For k <= 32 quick multi-select holds rows of 2048 to 16384 columns whole in shared memory
-    // (sampled pivot, one filtering pass, the whole row again when the pivot fails), for larger k
-    // it takes them row-parallel: NaN/inf rows, sample traps, misaligned rows with odd lengths,
-    // ties everywhere, and a mix in one launch.
+    // where the device's blocks keep enough of them in flight (on an H100 rows of 8192 and 16384
+    // columns: sampled pivot, one filtering pass, the whole row again when the pivot fails),
+    // otherwise and for larger k it takes them row-parallel: NaN/inf rows, sample traps,
+    // misaligned rows with odd lengths, ties everywhere, and a mix in one launch.
     {"inf_nan_wide", 8, 8192, Fill::kInfNan, 1},
     {"sample_trap_16k", 8, 16384, Fill::kSampleTrap},
     {"mixed_8k", 300, 8192, Fill::kMixed, 2},
     {"rows_8k_misaligned", 600, 8192, Fill::kRandom, 3},
+    {"dups_8k", 200, 8191, Fill::kDuplicates, 1},
     {"dups_12k", 200, 12001, Fill::kDuplicates, 1},
     {"reverse_16k", 40, 16384, Fill::kReverse, 2},
     // Longer rows, many of them, are selected row-parallel (pivot, split filter, hand-back of

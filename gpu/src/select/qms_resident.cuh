@@ -208,11 +208,23 @@ __global__ void __launch_bounds__(256, 4) QmsResidentKernel(SelectArgs a) {
   }
 }
 
+// Blocks of the resident kernel an SM holds for rows of `shmem` bytes of shared memory (its
+// attribute set for them).
+template <int KB>
+int QmsResidentBlocksPerSm(int shmem, const SelectArgs& a) {
+  auto kernel = QmsResidentKernel<KB>;
+  PrepareSharedMemory(kernel, shmem, a);
+  int per_sm = 0;
+  FM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &per_sm, kernel, QmsResidentConfig<KB>::kThreads, shmem));
+  return per_sm < 1 ? 1 : per_sm;
+}
+
 // A block's row copy is the only load it has in flight, so the SM's blocks together must hold
 // enough of the memory pipe: their rows' bytes at least kResidentInFlightUs of the SM's share of
 // the DRAM bandwidth. (Measured, bench/results/select.md "Row held in shared memory or row-
 // parallel": on an H100, 25 KB/us an SM, the resident path won with 5 rows of 32 KiB or 3 of
-// 64 KiB in flight and lost with 3 of 48 KiB, 8 of 16 KiB or 8 of 8 KiB; on an H200, 36 KB/us an
+// 64 KiB in flight and lost with 3 of 48 KiB, 5 of 16 KiB or 5 of 8 KiB; on an H200, 36 KB/us an
 // SM, it lost with 5 x 32 and 3 x 64 KiB.)
 constexpr double kResidentInFlightUs = 6.0;
 
@@ -224,9 +236,8 @@ bool QmsResidentSuits(const SelectArgs& a) {
       shmem > a.max_shared_bytes) {
     return false;
   }
-  const int blocks = std::min(2048 / QmsResidentConfig<KB>::kThreads,
-                              a.shared_per_sm / (shmem + a.shared_reserved));
-  return static_cast<double>(blocks) * static_cast<double>(a.cols) * 4.0 >=
+  return static_cast<double>(QmsResidentBlocksPerSm<KB>(shmem, a)) *
+             static_cast<double>(a.cols) * 4.0 >=
          kResidentInFlightUs * a.dram_bytes_per_us_sm;
 }
 
@@ -235,16 +246,9 @@ template <int KB>
 void LaunchQmsResident(const SelectArgs& a) {
   using C = QmsResidentConfig<KB>;
   const int shmem = C::Shared(a.cols);
-  auto kernel = QmsResidentKernel<KB>;
-  PrepareSharedMemory(kernel, shmem, a);
-  int dev = 0, sms = 0, per_sm = 0;
-  FM_CUDA_CHECK(cudaGetDevice(&dev));
-  FM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  FM_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, C::kThreads, shmem));
-  if (per_sm < 1) per_sm = 1;
-  const int64_t grid = std::min<int64_t>(a.rows, static_cast<int64_t>(sms) * per_sm);
-  kernel<<<static_cast<unsigned>(grid), C::kThreads, shmem, a.stream>>>(a);
+  const int per_sm = QmsResidentBlocksPerSm<KB>(shmem, a);
+  const int64_t grid = std::min<int64_t>(a.rows, static_cast<int64_t>(a.sms) * per_sm);
+  QmsResidentKernel<KB><<<static_cast<unsigned>(grid), C::kThreads, shmem, a.stream>>>(a);
   FM_CUDA_CHECK_LAUNCH();
 }
 

@@ -661,9 +661,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   s.cap = S::kCap;
   // 32 runs of sample / 32 words a row.
   auto pivot = QmsSplitSample(a.cols, a.k) == 1024 ? QmsWarpPivotKernel<32> : QmsWarpPivotKernel<64>;
-  int dev = 0, sms = 0;
-  FM_CUDA_CHECK(cudaGetDevice(&dev));
-  FM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int sms = a.sms;
   for (int64_t row0 = 0; row0 < a.rows; row0 += batch) {
     const int64_t n = std::min(batch, a.rows - row0);
     s.done = s.count + n;  // count[n], done[n], fail_count, ticket: cleared by the pivot kernel

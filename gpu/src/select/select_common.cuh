@@ -38,8 +38,7 @@ struct SelectArgs {
   const int64_t* in_indices = nullptr;
   cudaStream_t stream = nullptr;
   int max_shared_bytes = 0;  // opt-in shared memory limit per block of the device
-  int shared_per_sm = 0;     // shared memory of an SM, and what the runtime keeps per block
-  int shared_reserved = 0;
+  int sms = 1;               // multiprocessors of the device
   double dram_bytes_per_us_sm = 0;  // the device's peak DRAM bandwidth over its SMs (0: unknown)
   // Long rows may be cut into `segments` pieces of seg_len columns (the last takes the rest);
   // launch row v is then piece v % segments of row v / segments (select_k.cu merges the pieces).

@@ -118,8 +118,6 @@ namespace {
 struct DeviceLimits {
   int sms = 0;
   int max_shared_bytes = 0;
-  int shared_per_sm = 0;
-  int shared_reserved = 0;
   double dram_bytes_per_us_sm = 0;
 };
 
@@ -133,10 +131,6 @@ const DeviceLimits& Limits(int device) {
   FM_CUDA_CHECK(cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, device));
   FM_CUDA_CHECK(
       cudaDeviceGetAttribute(&l.max_shared_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  FM_CUDA_CHECK(cudaDeviceGetAttribute(&l.shared_per_sm,
-                                       cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-  FM_CUDA_CHECK(
-      cudaDeviceGetAttribute(&l.shared_reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
   int mem_khz = 0, bus_bits = 0;
   FM_CUDA_CHECK(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, device));
   FM_CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device));
@@ -197,8 +191,7 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
   a.stream = AsStream(res.stream());
   const DeviceLimits& lim = Limits(res.device());
   a.max_shared_bytes = lim.max_shared_bytes;
-  a.shared_per_sm = lim.shared_per_sm;
-  a.shared_reserved = lim.shared_reserved;
+  a.sms = lim.sms;
   a.dram_bytes_per_us_sm = lim.dram_bytes_per_us_sm;
   const int sms = lim.sms;
   if (use == SelectAlgo::kMergeQueue || use == SelectAlgo::kQuickMultiSelect) {
