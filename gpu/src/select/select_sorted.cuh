@@ -1,8 +1,10 @@
 // Selection of the k smallest of a few thousand words, sorted, by one warp or one block: the
 // k-th smallest key by a radix select over a shared histogram, the words up to it gathered with
 // ballots (when the k-th value is tied, its words are cut at the k-th column by a second radix
-// select, over the columns), then a bitonic sort of the k gathered words. The finish of quick
-// multi-select and the candidate selection of the fused kNN kernel.
+// select, over the columns), then a bitonic sort of the k gathered words. The warp version stops
+// its radix rounds once the k-th key's bin holds at most 32 words and takes the rest of the k
+// from a sort of that bin, in the gather's pass. The finish of quick multi-select and the
+// candidate selection of the fused kNN kernel.
 #pragma once
 
 #include "select/select_common.cuh"
@@ -17,7 +19,10 @@ struct QmsShared {
   int warp_left[32];
   int warp_right[32];
   u64 pivot;
-  u64 warp_max[32];
+  union {
+    u64 warp_max[32];   // the block routines: a word per warp
+    u64 bin_words[32];  // the warp routines: the words of the k-th key's radix bin
+  };
 };
 
 // Of a histogram of 256 bins (shared memory) read by one warp: the bin holding rank r (0-based,
@@ -147,6 +152,62 @@ __device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key,
   }
   sync();  // hist, sel_* and the warp slots are reused
   return prefix | ~mask;
+}
+
+// The radix bin of the key of rank r (0-based, below n) among the n keys one warp presents
+// (each_key as in BlockRadixSelect): rounds of 256-bin histograms from the keys' first
+// differing bit down, stopping as soon as the bin holding rank r has at most `stop` keys or
+// every bit is resolved. On return the bin is the keys k with (k & mask) == prefix, `count` keys
+// of which `rest` rank under rank r's (r - rest keys lie under the bin).
+template <typename EachKey>
+__device__ void WarpRadixBin(int r, int n, int stop, QmsShared& qs, EachKey&& each_key,
+                             unsigned& prefix, unsigned& mask, int& rest, int& count) {
+  const int lane = threadIdx.x & 31;
+  unsigned mn, mx;
+  WarpKeyRange(each_key, mn, mx);
+  rest = r;
+  count = n;
+  if (mn == mx) {  // one key value
+    prefix = mn;
+    mask = 0xffffffffu;
+    return;
+  }
+  const int top = 31 - __clz(mn ^ mx);  // highest differing bit
+  mask = top == 31 ? 0u : ~((2u << top) - 1u);
+  prefix = mn & mask;
+  int shift = top - 7;
+  while (mask != 0xffffffffu && count > stop) {
+    if (shift < 0) shift = 0;  // the last byte; its bits above `top` are fixed already
+    for (int i = lane; i < 256; i += 32) qs.hist[i] = 0;
+    __syncwarp();
+    each_key([&](unsigned key) {
+      if ((key & mask) == prefix) atomicAdd(&qs.hist[(key >> shift) & 255u], 1u);
+    });
+    __syncwarp();
+    int bin;
+    WarpHistPick(qs.hist, rest, bin, rest);
+    count = static_cast<int>(qs.hist[bin]);
+    prefix |= static_cast<unsigned>(bin) << shift;
+    mask |= 255u << shift;
+    shift -= 8;
+    __syncwarp();  // the histogram is cleared again
+  }
+}
+
+// Ascending bitonic sort of 32 words, one a lane.
+__device__ __forceinline__ u64 WarpSort32(u64 x) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int size = 2; size <= 32; size <<= 1) {
+    const bool up = size == 32 || (lane & size) == 0;
+#pragma unroll
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      const u64 o = __shfl_xor_sync(kFullMask, x, stride);
+      const bool keep_min = ((lane & stride) == 0) == up;
+      x = (o < x) == keep_min ? o : x;
+    }
+  }
+  return x;
 }
 
 // The threshold word from the block's sample keys (see SamplePivot in quick_multiselect.cuh).
@@ -331,6 +392,12 @@ __device__ __forceinline__ void WarpEachWord(int n, Load&& load, F&& f) {
 // calls; each_key(f) calls f(key) for the keys (high halves) of the words, each once on some
 // lane. The radix rounds read only the keys, so a caller holding the keys apart from the columns
 // passes a cheaper pass than the words' own (WarpSelectSorted below).
+// The rounds stop at a bin of at most 32 words (WarpRadixBin): one pass then gathers the words
+// under it and the bin's own, and a 32-lane sort of the bin picks the last of the k. Against
+// rounds down to the exact k-th key, a gather and, for a tied k-th key, a select over its
+// columns, this saves one to three passes over the words: 1-5 % of quick multi-select's time on
+// an H100 at every k from 32 to 1024 (bench/results/select.md "Radix rounds stopped at a bin of
+// 32 words").
 template <int KB, bool kRegs = (KB > kWarpSortInShared), typename Load, typename EachWord,
           typename EachKey>
 __device__ void WarpSelectSortedPasses(int n, int k, Load&& load, EachWord&& each_word,
@@ -342,36 +409,64 @@ __device__ void WarpSelectSortedPasses(int n, int k, Load&& load, EachWord&& eac
   if (n <= KB) {  // few enough to sort them all
     for (int i = lane; i < KB; i += 32) out[slot(i)] = i < n ? load(i) : kSentinel;
   } else {
-    const unsigned kth = BlockRadixSelect<32>(k - 1, qs, each_key);
-    // Gathers the words up to (kth, col_max) into out (or only counts those under kth).
     const unsigned lt = LaneMaskLt();
-    auto gather = [&](unsigned col_max, bool count_below) {
-      int m = 0;
+    unsigned prefix, mask;
+    int rest, count;
+    WarpRadixBin(k - 1, n, 32, qs, each_key, prefix, mask, rest, count);
+    if (count <= 32) {
+      // One more pass: the words under the bin go to out (in any order), the bin's to
+      // bin_words; sorted by (key, column) there, the first rest + 1 complete the k, the words
+      // of a tied k-th key cut at the right column with no second select.
+      int m = 0, c = 0;
       each_word([&](bool any, int i, u64 w) {
         if (!any) return;  // warp-uniform: past the end for every lane
         const unsigned key = static_cast<unsigned>(w >> 32);
-        const bool take = i < n && (count_below ? key < kth
-                                                : key < kth || (key == kth &&
-                                                                static_cast<unsigned>(w) <= col_max));
-        const unsigned b = __ballot_sync(kFullMask, take);
-        const int pos = m + __popc(b & lt);
-        if (!count_below && take && pos < KB) out[slot(pos)] = w;
-        m += __popc(b);
+        const bool under = i < n && key < prefix;
+        const bool in_bin = i < n && (key & mask) == prefix;
+        const unsigned bu = __ballot_sync(kFullMask, under);
+        const unsigned bb = __ballot_sync(kFullMask, in_bin);
+        if (under) out[slot(m + __popc(bu & lt))] = w;
+        if (in_bin) qs.bin_words[c + __popc(bb & lt)] = w;
+        m += __popc(bu);
+        c += __popc(bb);
       });
-      return m;
-    };
-    int m = gather(0xffffffffu, false);
-    if (m > k) {
-      // The k-th value is tied: of the words holding it, those of the lowest columns.
-      const int below = gather(0, true);
-      const unsigned col_max = BlockRadixSelect<32>(k - 1 - below, qs, [&](auto&& f) {
-        each_word([&](bool, int i, u64 w) {
-          if (i < n && static_cast<unsigned>(w >> 32) == kth) f(static_cast<unsigned>(w));
+      __syncwarp();
+      const u64 x = WarpSort32(lane < count ? qs.bin_words[lane] : kSentinel);
+      if (lane <= rest) out[slot(m + lane)] = x;
+      for (int i = m + rest + 1 + lane; i < KB; i += 32) out[slot(i)] = kSentinel;
+    } else {
+      // Every bit resolved and still more than 32 words hold the k-th key (prefix): gather the
+      // words up to (kth, col_max) into out (or only count those under kth).
+      const unsigned kth = prefix;
+      auto gather = [&](unsigned col_max, bool count_below) {
+        int m = 0;
+        each_word([&](bool any, int i, u64 w) {
+          if (!any) return;  // warp-uniform: past the end for every lane
+          const unsigned key = static_cast<unsigned>(w >> 32);
+          const bool take =
+              i < n && (count_below ? key < kth
+                                    : key < kth || (key == kth &&
+                                                    static_cast<unsigned>(w) <= col_max));
+          const unsigned b = __ballot_sync(kFullMask, take);
+          const int pos = m + __popc(b & lt);
+          if (!count_below && take && pos < KB) out[slot(pos)] = w;
+          m += __popc(b);
         });
-      });
-      m = gather(col_max, false);
+        return m;
+      };
+      int m = gather(0xffffffffu, false);
+      if (m > k) {
+        // The k-th value is tied: of the words holding it, those of the lowest columns.
+        const int below = gather(0, true);
+        const unsigned col_max = BlockRadixSelect<32>(k - 1 - below, qs, [&](auto&& f) {
+          each_word([&](bool, int i, u64 w) {
+            if (i < n && static_cast<unsigned>(w >> 32) == kth) f(static_cast<unsigned>(w));
+          });
+        });
+        m = gather(col_max, false);
+      }
+      for (int i = m + lane; i < KB; i += 32) out[slot(i)] = kSentinel;
     }
-    for (int i = m + lane; i < KB; i += 32) out[slot(i)] = kSentinel;
   }
   __syncwarp();
   if constexpr (kRegs) {
