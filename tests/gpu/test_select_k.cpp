@@ -235,6 +235,16 @@ std::vector<Param> AllParams() {
   }
   // The 512 bucket, whose row-parallel finish sorts 16 words a lane in registers.
   for (const Shape& s : kShapes) out.push_back({SelectAlgo::kQuickMultiSelect, 500, s});
+  // Many long rows (at least 6 a multiprocessor, so not cut into pieces) go row-parallel, their
+  // groups taken in stretches across rows, with survivor lists longer than the bucket's from
+  // k = 256 on: finished and handed-back rows in one launch, and an odd length (misaligned rows,
+  // a last stretch of 9 groups).
+  for (SelectAlgo a : {SelectAlgo::kQuickMultiSelect, SelectAlgo::kAuto}) {
+    for (int64_t k : {32, 256, 1000}) {
+      out.push_back({a, k, {"long_rows", 800, 131072, Fill::kRandom}});
+      out.push_back({a, k, {"long_mixed", 800, 100003, Fill::kMixed}});
+    }
+  }
   // Past the largest bucket: the documented fallback.
   out.push_back({SelectAlgo::kQuickMultiSelect, 3000, {"random", 3, 5000, Fill::kRandom}});
   out.push_back({SelectAlgo::kTruncatedBitonic, 2049, {"n_km1", 2, -1, Fill::kRandom, 0, false, true}});

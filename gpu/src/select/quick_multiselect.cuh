@@ -453,6 +453,8 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int
 // k = 256 anything that takes warps from the stream costs most; one counter update per group
 // instead of per piece made no difference.)
 constexpr int kGroup = 4;
+constexpr int kStretch = 16;    // groups of a row taken in turn on long rows
+constexpr int kTileRows = 256;  // rows whose stretches alternate
 
 template <int U, int KB>
 __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t row0, int rows,
@@ -481,8 +483,30 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
   while (g < groups) {
     int g_next = 0;
     if (lane == 0) g_next = atomicAdd(s.ticket, 1);  // in flight while this group is filtered
-    const int lr = g / gpr;
-    const int p0 = (g - lr * gpr) * kGroup;
+    int lr, gi;
+    if (gpr <= kStretch) {  // row after row
+      lr = g / gpr;
+      gi = g - lr * gpr;
+    } else {
+      // Long rows: tiles of kTileRows rows, in each a stretch of kStretch groups of every row in
+      // turn, then the next stretch (the last one holds gpr % kStretch groups). Taken row after
+      // row, the few thousand groups in flight covered about 16 rows of 2^20 columns, and the
+      // filter drew 74 % of the DRAM peak where it draws 84 % on rows of 65536 columns (H100,
+      // bench/results/select.md "Long rows row-parallel").
+      const int tile = g / (kTileRows * gpr), rem = g - tile * kTileRows * gpr;
+      const int tr = min(kTileRows, rows - tile * kTileRows);
+      const int full = gpr / kStretch, head = full * kStretch * tr;
+      if (rem < head) {
+        const int sc = rem / (kStretch * tr), r2 = rem - sc * kStretch * tr;
+        lr = tile * kTileRows + r2 / kStretch;
+        gi = sc * kStretch + r2 % kStretch;
+      } else {
+        const int last = gpr - full * kStretch, r2 = rem - head;
+        lr = tile * kTileRows + r2 / last;
+        gi = full * kStretch + r2 % last;
+      }
+    }
+    const int p0 = gi * kGroup;
     const int p1 = min(p0 + kGroup, ppr);
     const float* rp = a.distances + (row0 + lr) * a.row_stride;
     const bool vec = (reinterpret_cast<uintptr_t>(rp) & 15u) == 0;
@@ -646,19 +670,20 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   if constexpr (kWarpFinish) PrepareSharedMemory(QmsWarpFinishKernel<KB>, WF::kShared, a);
   if constexpr (KB > kWarpSortMax) PrepareSharedMemory(QmsFinishKernel<KB>, S::kShared, a);
   const int64_t ppr = (a.cols + kFilterPiece - 1) / kFilterPiece;
-  const int64_t per_row = S::kCap * 8 + 8 + 8 + 8;
+  const int cap = QmsSplitCap(a.cols, a.k);
+  const int64_t per_row = int64_t{cap} * 8 + 8 + 8 + 8;
   int64_t batch = std::min<int64_t>(a.rows, kSplitScratchBytes / per_row);
   batch = std::min<int64_t>(batch, (int64_t{1} << 31) / ppr - 1);
   auto align = [](int64_t bytes) { return (bytes + 255) / 256 * 256; };
   const int64_t b_piv = align(batch * 8), b_cnt = align(batch * 8 + 8), b_fail = align(batch * 8);
   char* ws = static_cast<char*>(SelectWorkspace(
-      static_cast<size_t>(b_piv + b_cnt + b_fail + batch * S::kCap * 8), a.stream, 1));
+      static_cast<size_t>(b_piv + b_cnt + b_fail + batch * cap * 8), a.stream, 1));
   QmsSplitScratch s;
   s.pivots = reinterpret_cast<u64*>(ws);
   s.count = reinterpret_cast<int*>(ws + b_piv);
   s.fail_rows = reinterpret_cast<int64_t*>(ws + b_piv + b_cnt);
   s.survivors = reinterpret_cast<u64*>(ws + b_piv + b_cnt + b_fail);
-  s.cap = S::kCap;
+  s.cap = cap;
   // 32 runs of sample / 32 words a row.
   auto pivot = QmsSplitSample(a.cols, a.k) == 1024 ? QmsWarpPivotKernel<32> : QmsWarpPivotKernel<64>;
   const int sms = a.sms;

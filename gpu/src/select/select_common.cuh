@@ -362,17 +362,37 @@ __host__ __device__ inline int QmsSplitSample(int64_t cols, int64_t k) {
   return cols <= 32768 && k <= 512 && cols * k <= (int64_t{1} << 23) ? 1024 : 2048;
 }
 
+// Survivors kept per row by the row-parallel quick multi-select: the bucket's cap
+// (QmsSurvivorCap), or, for k <= 1024 (finished by a warp, which reads any number of them) where
+// a pivot near the bottom of the sample leaves more than a third of it expected, the power of two
+// of at least 4x the expected survivors, up to kLongCap words. The number of row words under the
+// sample word of rank r is about (r + 1) / sample of the row with a relative spread of
+// 1 / sqrt(r + 1): at r = 7 (long rows, k = 256) 2x the expected overflows 2 % of rows, 4x none
+// in practice.
+constexpr int kLongCap = 16384;
+__host__ __device__ inline int QmsSplitCap(int64_t cols, int64_t k) {
+  int kb = 32;
+  while (kb < k) kb *= 2;
+  int cap = QmsSurvivorCap(kb);
+  if (kb > 1024) return cap;
+  const int sample = QmsSplitSample(cols, k);
+  const int rank = SampleRank(cols, static_cast<int>(k), sample);
+  if (rank < 0) return cap;
+  const double expected = static_cast<double>(rank) * static_cast<double>(cols) / sample;
+  if (3 * expected <= cap) return cap;
+  while (cap < kLongCap && cap < 4 * expected) cap *= 2;
+  return cap;
+}
+
 // Whether rows of `cols` suit the row-parallel quick multi-select for k: long enough to sample,
-// and a sampled pivot expected to leave at most half the survivor list (the expected survivors
-// are the pivot's sample rank times cols / the sample's size).
+// and a sampled pivot expected to leave at most half the survivor list (QmsSplitCap; the
+// expected survivors are the pivot's sample rank times cols / the sample's size).
 __host__ __device__ inline bool QmsRowParallelFits(int64_t cols, int64_t k) {
   if (k > kMaxSelectBucket) return false;
   const int sample = QmsSplitSample(cols, k);
   const int rank = SampleRank(cols, static_cast<int>(k), sample);
   if (rank < 0) return false;
-  int kb = 32;
-  while (kb < k) kb *= 2;
-  return static_cast<double>(rank) * static_cast<double>(cols) / sample <= QmsSurvivorCap(kb) / 2;
+  return static_cast<double>(rank) * static_cast<double>(cols) / sample <= QmsSplitCap(cols, k) / 2;
 }
 
 // Sets the kernel's dynamic shared memory limit and checks it fits the device.
