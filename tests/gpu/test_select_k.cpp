@@ -236,9 +236,9 @@ std::vector<Param> AllParams() {
   // The 512 bucket, whose row-parallel finish sorts 16 words a lane in registers.
   for (const Shape& s : kShapes) out.push_back({SelectAlgo::kQuickMultiSelect, 500, s});
   // Many long rows (at least 6 a multiprocessor, so not cut into pieces) go row-parallel, their
-  // groups taken in stretches across rows, with survivor lists longer than the bucket's from
-  // k = 256 on: finished and handed-back rows in one launch, and an odd length (misaligned rows,
-  // a last stretch of 9 groups).
+  // groups taken in stretches across rows, with survivor lists longer than the bucket's at
+  // k = 256 and 1000 on 131072 columns and k = 256 on 100003: finished and handed-back rows in
+  // one launch, and an odd length (misaligned rows, a last stretch of 9 groups).
   for (SelectAlgo a : {SelectAlgo::kQuickMultiSelect, SelectAlgo::kAuto}) {
     for (int64_t k : {32, 256, 1000}) {
       out.push_back({a, k, {"long_rows", 800, 131072, Fill::kRandom}});

@@ -364,11 +364,12 @@ __host__ __device__ inline int QmsSplitSample(int64_t cols, int64_t k) {
 
 // Survivors kept per row by the row-parallel quick multi-select: the bucket's cap
 // (QmsSurvivorCap), or, for k <= 1024 (finished by a warp, which reads any number of them) where
-// a pivot near the bottom of the sample leaves more than a third of it expected, the power of two
-// of at least 4x the expected survivors, up to kLongCap words. The number of row words under the
-// sample word of rank r is about (r + 1) / sample of the row with a relative spread of
-// 1 / sqrt(r + 1): at r = 7 (long rows, k = 256) 2x the expected overflows 2 % of rows, 4x none
-// in practice.
+// that is short of six standard deviations above the expected survivors, the power of two above
+// it, up to kLongCap words. The row words under the sample word of rank r number about
+// (r + 1) x cols / sample, with a relative spread of 1 / sqrt(r + 1): on rows of 2^20 columns
+// (r = 5-11) twice the mean overflowed 2 % of the rows at k = 256, each such row then selected
+// again by one block. The shorter rows of the benchmark grid keep the bucket's cap (a larger one
+// splits 8192 rows into two batches at k = 1024).
 constexpr int kLongCap = 16384;
 __host__ __device__ inline int QmsSplitCap(int64_t cols, int64_t k) {
   int kb = 32;
@@ -378,9 +379,9 @@ __host__ __device__ inline int QmsSplitCap(int64_t cols, int64_t k) {
   const int sample = QmsSplitSample(cols, k);
   const int rank = SampleRank(cols, static_cast<int>(k), sample);
   if (rank < 0) return cap;
-  const double expected = static_cast<double>(rank) * static_cast<double>(cols) / sample;
-  if (3 * expected <= cap) return cap;
-  while (cap < kLongCap && cap < 4 * expected) cap *= 2;
+  const double mean = rank + 1.0;
+  const double need = (mean + 6.0 * sqrt(mean)) * static_cast<double>(cols) / sample;
+  while (cap < kLongCap && cap < need) cap *= 2;
   return cap;
 }
 
