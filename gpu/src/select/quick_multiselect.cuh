@@ -623,10 +623,15 @@ template <int KB>
 struct QmsWarpFinishConfig {
   static constexpr int kWarps = 4;
   static constexpr int kShared = kWarps * WarpSortedWords<KB>() * 8;
+  // At k = 512 asking for 6 blocks an SM keeps the kernel at 79 registers (84 unbounded: 5
+  // blocks), -0.7 to -2.8 % on the H100; at k = 1024 shared memory allows 5 blocks anyway and a
+  // bound only spills (+2 to +5 %; bench/results/select_finish_bounds_ab_h100.txt).
+  static constexpr int kMinBlocks = KB <= 512 ? 6 : 1;
 };
 
 template <int KB>
-__global__ void __launch_bounds__(32 * QmsWarpFinishConfig<KB>::kWarps)
+__global__ void __launch_bounds__(32 * QmsWarpFinishConfig<KB>::kWarps,
+                                  QmsWarpFinishConfig<KB>::kMinBlocks)
     QmsWarpFinishKernel(SelectArgs a, int64_t row0, int rows, QmsSplitScratch s) {
   using C = QmsWarpFinishConfig<KB>;
   extern __shared__ u64 outs[];
