@@ -75,99 +75,21 @@ __device__ __forceinline__ void WarpKeyRange(EachKey&& each_key, unsigned& mn, u
   }
 }
 
-// The key of rank r (0 = smallest) among the 32-bit keys the block's T threads present:
-// each_key(f) calls f(key) for every key of the calling thread. A radix select over a 256-bin
-// shared histogram, one byte per round, starting at the highest bit where the keys differ (the
-// keys' minimum and maximum come first: values of one magnitude share their leading bits, which
-// would all fall in one bin). After max_rounds rounds the bits not yet resolved are set, giving
-// an upper bound of the rank-r key instead (exact with max_rounds = 4). All threads must call it.
-// T = 32: one warp selects alone (qs is the warp's own; __syncwarp instead of block barriers).
-template <int T, typename EachKey>
-__device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key,
-                                     int max_rounds = 4) {
-  static_assert(T == 256 || T == 32, "a block of 256 or one warp");
-  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  const int tid = T == 32 ? lane : static_cast<int>(threadIdx.x);
-  auto sync = [] {
-    if constexpr (T == 32) {
-      __syncwarp();
-    } else {
-      __syncthreads();
-    }
-  };
-  unsigned mn, mx;
-  WarpKeyRange(each_key, mn, mx);
-  if constexpr (T > 32) {
-    if (lane == 0) {
-      qs.warp_left[warp] = static_cast<int>(mn);
-      qs.warp_right[warp] = static_cast<int>(mx);
-    }
-    __syncthreads();
-    mn = 0xffffffffu;
-    mx = 0;
-    for (int w = 0; w < T / 32; ++w) {
-      mn = min(mn, static_cast<unsigned>(qs.warp_left[w]));
-      mx = max(mx, static_cast<unsigned>(qs.warp_right[w]));
-    }
-  }
-  if (mn == mx) {  // one key value (or none): it is every rank's key
-    sync();
-    return mn;
-  }
-  const int top = 31 - __clz(mn ^ mx);  // highest differing bit
-  unsigned mask = top == 31 ? 0u : ~((2u << top) - 1u);
-  unsigned prefix = mn & mask;
-  int shift = top - 7;
-  for (int round = 0; round < max_rounds && mask != 0xffffffffu; ++round) {
-    if (shift < 0) shift = 0;  // the last byte; its bits above `top` are fixed already
-    for (int i = tid; i < 256; i += T) qs.hist[i] = 0;
-    sync();
-    each_key([&](unsigned key) {
-      if ((key & mask) == prefix) atomicAdd(&qs.hist[(key >> shift) & 255u], 1u);
-    });
-    sync();
-    if constexpr (T == 32) {  // one warp: the pick by shuffles, no shared round trip
-      int bin, rest;
-      WarpHistPick(qs.hist, r, bin, rest);
-      prefix |= static_cast<unsigned>(bin) << shift;
-      mask |= 255u << shift;
-      r = rest;
-      shift -= 8;
-      __syncwarp();
-      continue;
-    }
-    if (tid < 32) {  // the first warp picks the bin for the block
-      int bin, rest;
-      WarpHistPick(qs.hist, r, bin, rest);
-      if (lane == 0) {
-        qs.sel_bin = bin;
-        qs.sel_rank = rest;
-      }
-    }
-    sync();
-    prefix |= static_cast<unsigned>(qs.sel_bin) << shift;
-    mask |= 255u << shift;
-    r = qs.sel_rank;
-    shift -= 8;
-  }
-  sync();  // hist, sel_* and the warp slots are reused
-  return prefix | ~mask;
-}
-
-// The radix bin of the key of rank r (0-based, below n) among the n keys one warp presents
-// (each_key as in BlockRadixSelect): rounds of 256-bin histograms from the keys' first
-// differing bit down, stopping as soon as the bin holding rank r has at most `stop` keys or
-// every bit is resolved. On return the bin is the keys k with (k & mask) == prefix, `count` keys
-// of which `rest` rank under rank r's (r - rest keys lie under the bin).
+// The radix bin of the key of rank r (0-based) among the 32-bit keys one warp presents (each_key
+// as in BlockRadixSelect below; qs is the warp's own): rounds of 256-bin histograms from the keys'
+// first differing bit down, the bin picked by shuffles, stopping after max_rounds rounds, once
+// every bit is resolved, or as soon as the bin holding rank r has at most `stop` keys. On return
+// the bin is the keys k with (k & mask) == prefix: `count` keys (INT_MAX before a round has
+// counted them) of which `rest` rank under rank r's (r - rest keys lie under the bin).
 template <typename EachKey>
-__device__ void WarpRadixBin(int r, int n, int stop, QmsShared& qs, EachKey&& each_key,
+__device__ void WarpRadixBin(int r, int stop, int max_rounds, QmsShared& qs, EachKey&& each_key,
                              unsigned& prefix, unsigned& mask, int& rest, int& count) {
   const int lane = threadIdx.x & 31;
   unsigned mn, mx;
   WarpKeyRange(each_key, mn, mx);
   rest = r;
-  count = n;
-  if (mn == mx) {  // one key value
+  count = 0x7fffffff;
+  if (mn == mx) {  // one key value (or none): it is every rank's key
     prefix = mn;
     mask = 0xffffffffu;
     return;
@@ -176,7 +98,7 @@ __device__ void WarpRadixBin(int r, int n, int stop, QmsShared& qs, EachKey&& ea
   mask = top == 31 ? 0u : ~((2u << top) - 1u);
   prefix = mn & mask;
   int shift = top - 7;
-  while (mask != 0xffffffffu && count > stop) {
+  for (int round = 0; round < max_rounds && mask != 0xffffffffu && count > stop; ++round) {
     if (shift < 0) shift = 0;  // the last byte; its bits above `top` are fixed already
     for (int i = lane; i < 256; i += 32) qs.hist[i] = 0;
     __syncwarp();
@@ -192,6 +114,71 @@ __device__ void WarpRadixBin(int r, int n, int stop, QmsShared& qs, EachKey&& ea
     shift -= 8;
     __syncwarp();  // the histogram is cleared again
   }
+}
+
+// The key of rank r (0 = smallest) among the 32-bit keys the block's T threads present:
+// each_key(f) calls f(key) for every key of the calling thread. A radix select over a 256-bin
+// shared histogram, one byte per round, starting at the highest bit where the keys differ (the
+// keys' minimum and maximum come first: values of one magnitude share their leading bits, which
+// would all fall in one bin). After max_rounds rounds the bits not yet resolved are set, giving
+// an upper bound of the rank-r key instead (exact with max_rounds = 4). All threads must call it.
+// T = 32: one warp selects alone (WarpRadixBin run to the exact key; qs is the warp's own).
+template <int T, typename EachKey>
+__device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key,
+                                     int max_rounds = 4) {
+  static_assert(T == 256 || T == 32, "a block of 256 or one warp");
+  if constexpr (T == 32) {
+    unsigned prefix, mask;
+    int rest, count;
+    WarpRadixBin(r, 0, max_rounds, qs, each_key, prefix, mask, rest, count);
+    return prefix | ~mask;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  unsigned mn, mx;
+  WarpKeyRange(each_key, mn, mx);
+  if (lane == 0) {
+    qs.warp_left[warp] = static_cast<int>(mn);
+    qs.warp_right[warp] = static_cast<int>(mx);
+  }
+  __syncthreads();
+  mn = 0xffffffffu;
+  mx = 0;
+  for (int w = 0; w < T / 32; ++w) {
+    mn = min(mn, static_cast<unsigned>(qs.warp_left[w]));
+    mx = max(mx, static_cast<unsigned>(qs.warp_right[w]));
+  }
+  if (mn == mx) {  // one key value (or none): it is every rank's key
+    __syncthreads();
+    return mn;
+  }
+  const int top = 31 - __clz(mn ^ mx);  // highest differing bit
+  unsigned mask = top == 31 ? 0u : ~((2u << top) - 1u);
+  unsigned prefix = mn & mask;
+  int shift = top - 7;
+  for (int round = 0; round < max_rounds && mask != 0xffffffffu; ++round) {
+    if (shift < 0) shift = 0;  // the last byte; its bits above `top` are fixed already
+    for (int i = threadIdx.x; i < 256; i += T) qs.hist[i] = 0;
+    __syncthreads();
+    each_key([&](unsigned key) {
+      if ((key & mask) == prefix) atomicAdd(&qs.hist[(key >> shift) & 255u], 1u);
+    });
+    __syncthreads();
+    if (warp == 0) {  // the first warp picks the bin for the block
+      int bin, rest;
+      WarpHistPick(qs.hist, r, bin, rest);
+      if (lane == 0) {
+        qs.sel_bin = bin;
+        qs.sel_rank = rest;
+      }
+    }
+    __syncthreads();
+    prefix |= static_cast<unsigned>(qs.sel_bin) << shift;
+    mask |= 255u << shift;
+    r = qs.sel_rank;
+    shift -= 8;
+  }
+  __syncthreads();  // hist, sel_* and the warp slots are reused
+  return prefix | ~mask;
 }
 
 // Ascending bitonic sort of 32 words, one a lane.
@@ -412,7 +399,7 @@ __device__ void WarpSelectSortedPasses(int n, int k, Load&& load, EachWord&& eac
     const unsigned lt = LaneMaskLt();
     unsigned prefix, mask;
     int rest, count;
-    WarpRadixBin(k - 1, n, 32, qs, each_key, prefix, mask, rest, count);
+    WarpRadixBin(k - 1, 32, 4, qs, each_key, prefix, mask, rest, count);
     if (count <= 32) {
       // One more pass: the words under the bin go to out (in any order), the bin's to
       // bin_words; sorted by (key, column) there, the first rest + 1 complete the k, the words
