@@ -39,12 +39,16 @@ __device__ __forceinline__ void MbarInitNoFence(uint64_t* bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(a), "r"(count));
 #endif
 }
-__device__ __forceinline__ void MbarInit(uint64_t* bar, int count) {
+// Publishes the barriers this thread initialised to the block and to the copy engine.
+__device__ __forceinline__ void MbarInitFence() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  MbarInitNoFence(bar, count);
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
+}
+__device__ __forceinline__ void MbarInit(uint64_t* bar, int count) {
+  MbarInitNoFence(bar, count);
+  MbarInitFence();
 }
 // Arrives on bar, which is to expect `bytes` from copies.
 __device__ __forceinline__ void MbarExpectTx(uint64_t* bar, int bytes) {

@@ -743,8 +743,7 @@ void LaunchSelectCandidates(const uint64_t* keys, const int32_t* counts, int64_t
                       shared_set);
   // 256 threads select the k smallest (k up to kMaxSelectBucket); larger k sort every candidate.
   const int block = k <= kMaxSelectBucket ? 256 : plan.max_keys >= 4096 ? 512 : 256;
-  int64_t kb = 32;  // the selected words' bucket
-  while (kb < k) kb *= 2;
+  const int64_t kb = SelectBucket(k);  // the selected words' bucket
   const std::size_t smem = (plan.max_keys + (k <= kMaxSelectBucket ? kb : 0)) * sizeof(uint64_t);
   for (int64_t q0 = 0; q0 < nq; q0 += (1LL << 30)) {
     const int64_t qn = nq - q0 < (1LL << 30) ? nq - q0 : (1LL << 30);

@@ -306,6 +306,29 @@ __device__ __forceinline__ unsigned* SurvivorCols(const QmsSplitScratch& s, int6
   return SurvivorKeys(s, lr) + s.cap;
 }
 
+// Sample loads that ask L2 to keep their lines (an evict-last policy, made once): the filter reads the same lines again
+// with its streaming (evict-first) loads, and on rows of up to 32768 columns the 8192 rows'
+// samples (32 MiB) then mostly come from L2 instead of DRAM: 1-3 % off the time at k = 64-1024 on
+// an H100 (bench/results/select.md "Sample kept in L2, merge-path finish sort").
+__device__ __forceinline__ uint64_t L2EvictLastPolicy() {
+  uint64_t pol = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+#endif
+  return pol;
+}
+__device__ __forceinline__ float4 LdgEvictLast(const float4* p, uint64_t pol) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  return __ldg(p);  // no cache policies before sm_80
+#else
+  float4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p), "l"(pol));
+  return v;
+#endif
+}
+
 // Pivots of rows row0 .. row0 + rows - 1 (all of one length, long enough to sample), one warp
 // per row (8 rows a block): the warp loads a sample of 32 runs of kRun words (QmsSplitSample;
 // with kRun = 64 the runs of LoadSample) and selects alone, without block barriers. Also clears
@@ -314,24 +337,6 @@ __device__ __forceinline__ unsigned* SurvivorCols(const QmsSplitScratch& s, int6
 // the pivots are a chain of latencies, and warps hide more of them. So did computing the pivots
 // beside the filter, the filter starting on rows whose pivot was ready: the pivot kernel then
 // held registers the filter needs to keep its loads in flight.)
-// A sample load that asks L2 to keep the line (evict-last): the filter reads the same lines again
-// with its streaming (evict-first) loads, and on rows of up to 32768 columns the 8192 rows'
-// samples (32 MiB) then mostly come from L2 instead of DRAM: 1-3 % off the time at k = 64-1024 on
-// an H100 (bench/results/select.md "Sample kept in L2, merge-path finish sort").
-__device__ __forceinline__ float4 LdgEvictLast(const float4* p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-  return __ldg(p);  // no cache policies before sm_80
-#else
-  float4 v;
-  uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "l"(p), "l"(pol));
-  return v;
-#endif
-}
-
 template <int kRun>
 __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64_t row0,
                                                             int rows, u64* pivots, int* counters) {
@@ -349,10 +354,11 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
   auto run = [&](int q) { return rp + static_cast<int64_t>(q) * (cols / 32) / 8 * 8; };
   unsigned key[kRun];
   if ((reinterpret_cast<uintptr_t>(rp) & 15u) == 0) {  // runs start on multiples of 8 words
+    const uint64_t keep = L2EvictLastPolicy();
 #pragma unroll
     for (int j = 0; j < kRun / 4; ++j) {
       const float4* q = reinterpret_cast<const float4*>(run(kRunsPerLoad * j + sub)) + quad;
-      const float4 v = LdgEvictLast(q);
+      const float4 v = LdgEvictLast(q, keep);
       key[4 * j] = FloatKey(v.x);
       key[4 * j + 1] = FloatKey(v.y);
       key[4 * j + 2] = FloatKey(v.z);

@@ -25,6 +25,12 @@ constexpr u64 kSentinel = ~0ull;
 constexpr unsigned kFullMask = 0xffffffffu;
 // Largest bucket of k the selection kernels are instantiated for; larger k use the fallback.
 constexpr int kMaxSelectBucket = 2048;
+// The bucket (a power of two from 32 up) whose kernels select k.
+__host__ __device__ constexpr int SelectBucket(int64_t k) {
+  int kb = 32;
+  while (kb < k) kb *= 2;
+  return kb;
+}
 
 // Everything a selection launch needs (device pointers, sizes, the stream).
 struct SelectArgs {
@@ -228,7 +234,9 @@ __device__ void MergeIntoQueue(u64* queue, const u64* run, int R) {
 // Sorts the 32 words held one per lane ascending (lane 0 gets the smallest).
 __device__ inline u64 WarpBitonicSort(u64 x) {
   const int lane = threadIdx.x & 31;
+#pragma unroll
   for (int size = 2; size <= 32; size <<= 1) {
+#pragma unroll
     for (int s = size >> 1; s > 0; s >>= 1) {
       const u64 o = __shfl_xor_sync(kFullMask, x, s);
       const bool asc = (lane & size) == 0;
@@ -372,8 +380,7 @@ __host__ __device__ inline int QmsSplitSample(int64_t cols, int64_t k) {
 // splits 8192 rows into two batches at k = 1024).
 constexpr int kLongCap = 16384;
 __host__ __device__ inline int QmsSplitCap(int64_t cols, int64_t k) {
-  int kb = 32;
-  while (kb < k) kb *= 2;
+  const int kb = SelectBucket(k);
   int cap = QmsSurvivorCap(kb);
   if (kb > 1024) return cap;
   const int sample = QmsSplitSample(cols, k);

@@ -28,18 +28,12 @@ void* SelectWorkspace(std::size_t bytes, cudaStream_t stream, int slot) {
 
 namespace {
 
-int BucketOf(int64_t k) {
-  int kb = 32;
-  while (kb < k) kb *= 2;
-  return kb;
-}
-
 template <void (*L32)(const SelectArgs&), void (*L64)(const SelectArgs&),
           void (*L128)(const SelectArgs&), void (*L256)(const SelectArgs&),
           void (*L512)(const SelectArgs&), void (*L1024)(const SelectArgs&),
           void (*L2048)(const SelectArgs&)>
 void DispatchBucket(const SelectArgs& a) {
-  switch (BucketOf(a.k)) {
+  switch (SelectBucket(a.k)) {
     case 32: return L32(a);
     case 64: return L64(a);
     case 128: return L128(a);

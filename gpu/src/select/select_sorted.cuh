@@ -181,22 +181,6 @@ __device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key,
   return prefix | ~mask;
 }
 
-// Ascending bitonic sort of 32 words, one a lane.
-__device__ __forceinline__ u64 WarpSort32(u64 x) {
-  const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int size = 2; size <= 32; size <<= 1) {
-    const bool up = size == 32 || (lane & size) == 0;
-#pragma unroll
-    for (int stride = size >> 1; stride > 0; stride >>= 1) {
-      const u64 o = __shfl_xor_sync(kFullMask, x, stride);
-      const bool keep_min = ((lane & stride) == 0) == up;
-      x = (o < x) == keep_min ? o : x;
-    }
-  }
-  return x;
-}
-
 // The threshold word from the block's sample keys (see SamplePivot in quick_multiselect.cuh).
 template <int T>
 __device__ u64 PivotFromSample(const unsigned (&key)[kSamplePer], int rank, QmsShared& qs) {
@@ -503,7 +487,7 @@ __device__ void WarpSelectSortedPasses(int n, int k, Load&& load, EachWord&& eac
         c += __popc(bb);
       });
       __syncwarp();
-      const u64 x = WarpSort32(lane < count ? qs.bin_words[lane] : kSentinel);
+      const u64 x = WarpBitonicSort(lane < count ? qs.bin_words[lane] : kSentinel);
       if (lane <= rest) out[slot(m + lane)] = x;
       for (int i = m + rest + 1 + lane; i < KB; i += 32) out[slot(i)] = kSentinel;
     } else {

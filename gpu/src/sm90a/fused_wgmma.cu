@@ -197,8 +197,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       MbarInitNoFence(empty + s, kConsumerThreads / 32);  // lane 0 of every consumer warp
     }
     MbarInitNoFence(a_full, 1);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    MbarInitFence();
   }
   if (tid < kQ) cnt_s[2 * tid] = 0;
   __syncthreads();
