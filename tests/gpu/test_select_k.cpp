@@ -43,8 +43,12 @@ uint32_t Bits(float v) {
 // falls below the k-th word for most k and the row must be streamed again.
 // kMixed: rows cycle through random, sample-trap and all-equal rows, so one launch holds rows the
 // sampled partition finishes and rows it hands back (too few or too many survivors).
+// kCrowded: every other row random, the others random but with every 16th column one of two
+// neighbouring floats next to 0.001, low in the row: hundreds of candidates crowd into one bucket
+// of the counting-sort finish, which refuses the row (it is selected again by the one-block path).
 enum class Fill {
-  kRandom, kDuplicates, kAllEqual, kInfNan, kSorted, kReverse, kNegative, kSampleTrap, kMixed
+  kRandom, kDuplicates, kAllEqual, kInfNan, kSorted, kReverse, kNegative, kSampleTrap, kMixed,
+  kCrowded
 };
 
 struct Shape {
@@ -92,6 +96,9 @@ std::vector<float> MakeRows(const Shape& s, int64_t cols, int64_t stride, uint32
       float v = uni(gen);
       switch (fill) {
         case Fill::kMixed: break;
+        case Fill::kCrowded:
+          if (r % 2 == 1 && c % 16 == 0) v = (c / 16) % 2 ? 0.001f : std::nextafter(0.001f, 1.0f);
+          break;
         case Fill::kRandom: break;
         case Fill::kDuplicates: v = static_cast<float>(gen() % 7); break;
         case Fill::kAllEqual: v = 0.5f; break;
@@ -217,6 +224,8 @@ const Shape kShapes[] = {
     {"dups_8k", 200, 8191, Fill::kDuplicates, 1},
     {"dups_12k", 200, 12001, Fill::kDuplicates, 1},
     {"reverse_16k", 40, 16384, Fill::kReverse, 2},
+    {"crowded_8k", 64, 8192, Fill::kCrowded},
+    {"crowded_40k", 16, 40000, Fill::kCrowded, 1},
     // Longer rows, many of them, are selected row-parallel (pivot, split filter, hand-back of
     // failed rows): finished and handed-back rows in one launch.
     {"mixed_rows", 300, 20000, Fill::kMixed},
@@ -233,7 +242,7 @@ std::vector<Param> AllParams() {
       for (const Shape& s : kShapes) out.push_back({a, k, s});
     }
   }
-  // The 512 bucket, whose row-parallel finish sorts 16 words a lane in registers.
+  // The 512 bucket (its row-parallel finish a counting sort, as at 1024 and 2048).
   for (const Shape& s : kShapes) out.push_back({SelectAlgo::kQuickMultiSelect, 500, s});
   // Many long rows (at least 6 a multiprocessor, so not cut into pieces) go row-parallel, their
   // groups taken in stretches across rows, with survivor lists longer than the bucket's at

@@ -22,6 +22,7 @@
 #include "select/select_sorted.cuh"
 #include "select/select_stream.cuh"
 #include "select/qms_resident.cuh"
+#include "select/bucket_finish.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -273,16 +274,11 @@ __global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3)
 //      survivor list in global memory (one atomic per warp and piece). No block barrier: full
 //      occupancy, like a copy. For k <= 256 the warp that completes a row also finishes it: the
 //      k-th smallest survivor by a radix select, the k smallest gathered with ballots and sorted;
-//   3. k > 256: the same finish in a launch of its own, a warp per row with the k words sorted in
-//      registers (QmsWarpFinishKernel, k <= 1024) or a block per row (QmsFinishKernel);
+//   3. k > 256: a launch of its own, a block per row ranking the survivors by a counting sort
+//      (QmsBucketFinishKernel, bucket_finish.cuh), which refuses rows whose buckets crowd;
 //   4. QuickMultiSelectListKernel: the rows whose pivot fell under the k-th word (fewer than k
-//      survivors) or that overflowed the survivor list are selected again by the one-block path.
-template <int KB>
-struct QmsSplitConfig {
-  static constexpr int kThreads = 256;
-  static constexpr int kCap = QmsSurvivorCap(KB);  // survivors kept per row
-  static constexpr int kShared = (kCap + KB) * 8;
-};
+//      survivors), that overflowed the survivor list or that the finish refused are selected
+//      again by the one-block path.
 constexpr int kFilterVec = 8;  // float4 per lane and piece: pieces of 1024 columns, one per warp
 constexpr int kFilterPiece = 32 * 4 * kFilterVec;
 
@@ -297,8 +293,8 @@ struct QmsSplitScratch {
   int cap;
 };
 
-// Above kWarpFinishMax a row's survivors are kept as two arrays, keys then columns (the radix
-// rounds of the finish read only the keys, four a load); at and below it as words.
+// Above kWarpFinishMax a row's survivors are kept as two arrays, keys then columns (the bucket
+// finish's first passes read only the keys, four a load); at and below it as words.
 __device__ __forceinline__ unsigned* SurvivorKeys(const QmsSplitScratch& s, int64_t lr) {
   return reinterpret_cast<unsigned*>(s.survivors + lr * s.cap);
 }
@@ -391,79 +387,23 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
 // each radix round, the k smallest gathered into `out` (WarpSortedWords<KB, kRegs>() words of
 // shared memory) and sorted (KB / 32 words a lane; in registers with kRegs). When the k-th value
 // is tied, its words are cut at the k-th column by a second radix select (over the columns).
-// Rows with too few or too many survivors are handed back. Up to kWarpFinishMax the filter's warp
-// that completes a row runs it (within the filter's 64 registers); above, QmsWarpFinishKernel
-// does, up to kWarpSortMax.
+// Rows with too few or too many survivors are handed back. The filter's warp that completes a
+// row runs it (within the filter's 64 registers), up to kWarpFinishMax; above, the bucket finish.
 constexpr int kWarpFinishMax = 256;
-constexpr int kWarpSortMax = 1024;
 
 template <int KB, bool kRegs = (KB > kWarpSortInShared)>
 __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int n, QmsShared& qs,
                               u64* out, const QmsSplitScratch& s) {
-  static_assert(KB >= 32 && KB <= kWarpSortMax, "warp finish bucket");
+  static_assert(KB >= 32 && KB <= kWarpFinishMax, "warp finish bucket");
   const int lane = threadIdx.x & 31;
   if (n < a.k || n > s.cap) {
     if (lane == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row0 + lr;
     return;
   }
-  if constexpr (KB <= kWarpFinishMax) {
-    // Eight words a lane in flight per pass over the survivors (they are read from L2 in each
-    // radix round and gather): one load per word in turn measured 1 % slower.
-    const u64* src = s.survivors + lr * s.cap;
-    WarpSelectSorted<KB, 8, kRegs>(n, a.k, [&](int i) { return __ldcg(src + i); }, qs, out);
-  } else {
-    // Every pass loads four keys (and, gathering, their four columns) a lane at once, B such
-    // loads in flight (the arrays start 16-byte aligned; the words' order does not matter to
-    // the selection).
-    const unsigned* keys = SurvivorKeys(s, lr);
-    const unsigned* cols = SurvivorCols(s, lr);
-    auto load = [&](int i) { return Pack(__ldcg(keys + i), __ldcg(cols + i)); };
-    constexpr int B = 4;
-    const int n4 = (n + 3) / 4;
-    auto each_key = [&](auto&& f) {
-      for (int j0 = 0; j0 < n4; j0 += 32 * B) {
-        uint4 v[B];
-#pragma unroll
-        for (int b = 0; b < B; ++b) {
-          const int j = j0 + b * 32 + lane;
-          if (j < n4) v[b] = __ldcg(reinterpret_cast<const uint4*>(keys) + j);
-        }
-#pragma unroll
-        for (int b = 0; b < B; ++b) {
-          const int i = 4 * (j0 + b * 32 + lane);
-          if (i < n) f(v[b].x);
-          if (i + 1 < n) f(v[b].y);
-          if (i + 2 < n) f(v[b].z);
-          if (i + 3 < n) f(v[b].w);
-        }
-      }
-    };
-    auto each_word = [&](auto&& f) {
-      for (int j0 = 0; j0 < n4; j0 += 32 * B) {
-        uint4 kv[B], cv[B];
-#pragma unroll
-        for (int b = 0; b < B; ++b) {
-          const int j = j0 + b * 32 + lane;
-          if (j < n4) {
-            kv[b] = __ldcg(reinterpret_cast<const uint4*>(keys) + j);
-            cv[b] = __ldcg(reinterpret_cast<const uint4*>(cols) + j);
-          }
-        }
-#pragma unroll
-        for (int b = 0; b < B; ++b) {
-          const int first = 4 * (j0 + b * 32), i = first + 4 * lane;
-          auto word = [&](int c, unsigned key, unsigned col) {
-            f(first + c < n, i + c, i + c < n ? Pack(key, col) : kSentinel);
-          };
-          word(0, kv[b].x, cv[b].x);
-          word(1, kv[b].y, cv[b].y);
-          word(2, kv[b].z, cv[b].z);
-          word(3, kv[b].w, cv[b].w);
-        }
-      }
-    };
-    WarpSelectSortedPasses<KB, kRegs, true>(n, a.k, load, each_word, each_key, qs, out);
-  }
+  // Eight words a lane in flight per pass over the survivors (they are read from L2 in each
+  // radix round and gather): one load per word in turn measured 1 % slower.
+  const u64* src = s.survivors + lr * s.cap;
+  WarpSelectSorted<KB, 8, kRegs>(n, a.k, [&](int i) { return __ldcg(src + i); }, qs, out);
   WriteRow<32, WarpSortedRun<KB, kRegs>()>(a, row0 + lr, out, lane);
 }
 
@@ -611,62 +551,37 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
   }
 }
 
-// Per row: the k-th smallest key of the survivors by a radix select, the survivors up to it
-// gathered (when the k-th value is tied, its words are cut at the k-th column by a second radix
-// select, over the columns) and sorted. smem: QmsSplitConfig::kShared.
+// The finish above kWarpFinishMax: a block per row ranks the survivors by a counting sort over
+// kBuckets buckets (bucket_finish.cuh); the rows it refuses are handed back. Against the k words
+// sorted by a warp per row (and a block per row at k = 2048), 19-28 % off quick multi-select's
+// time at k = 1024 on 8192 rows of 8192 to 32768 columns on an H200, 48-57 % at k = 2048 (H100
+// grid at k = 1024: 0.26 -> 0.35 of the read bandwidth at 8192 columns; bench/results/select.md
+// "Finish by a counting sort"). Twice as many buckets, or half as many, measured slower, as did
+// the survivors' columns held in registers from the first pass.
 template <int KB>
-__global__ void __launch_bounds__(QmsSplitConfig<KB>::kThreads)
-    QmsFinishKernel(SelectArgs a, int64_t row0, QmsSplitScratch s) {
-  using C = QmsSplitConfig<KB>;
-  constexpr int T = C::kThreads;
-  static_assert(KB >= T, "KB / T words a thread");
-  extern __shared__ u64 buf[];  // [kCap] survivors, then [KB] the gathered ones
-  __shared__ QmsShared qs;
-  AllowDependentGrid();
-  WaitPrimaryGrid();  // the survivors
-  const int64_t row = row0 + blockIdx.x;
-  const int n = s.count[blockIdx.x];
-  const int k = a.k;
-  if (n < k || n > C::kCap) {  // the pivot fell under the k-th word, or too many survivors
-    if (threadIdx.x == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row;
-    return;
-  }
-  const unsigned* keys = SurvivorKeys(s, blockIdx.x);
-  const unsigned* cols = SurvivorCols(s, blockIdx.x);
-  for (int i = threadIdx.x; i < n; i += T) buf[i] = Pack(keys[i], cols[i]);
-  __syncthreads();
-  BlockSelectSorted<KB>(buf, n, k, qs, buf + C::kCap);
-  WriteRow<T>(a, row, buf + C::kCap);
-}
-
-// The finish for kWarpFinishMax < KB <= kWarpSortMax: one warp per row (WarpFinishRow, the k
-// smallest sorted in registers), kWarps rows a block, no block barrier. (The block per row of
-// QmsFinishKernel spent most of its time in the shared-memory and shuffle stages of its sort:
-// bench/results/select.md.) QmsFinishKernel remains the finish of k = 2048.
-
-template <int KB>
-struct QmsWarpFinishConfig {
-  static constexpr int kWarps = 4;
-  static constexpr int kShared = kWarps * WarpSortedWords<KB>() * 8;
-  // At k = 512 asking for 6 blocks an SM keeps the kernel at 79 registers (84 unbounded: 5
-  // blocks), -0.7 to -2.8 % on the H100; at k = 1024 shared memory allows 5 blocks anyway and a
-  // bound only spills (+2 to +5 %; bench/results/select_finish_bounds_ab_h100.txt).
-  static constexpr int kMinBlocks = KB <= 512 ? 6 : 1;
+struct QmsBucketFinishConfig {
+  static constexpr int kThreads = KB >= 2048 ? 256 : 128;
+  static constexpr int kBuckets = KB;
+  static constexpr int kMaxBucket = 64;
+  static constexpr int kRegs = 4;  // uint4 of keys a thread holds between the passes
+  static constexpr int kShared = BucketFinishShared<KB, kBuckets, kMaxBucket>();
 };
 
 template <int KB>
-__global__ void __launch_bounds__(32 * QmsWarpFinishConfig<KB>::kWarps,
-                                  QmsWarpFinishConfig<KB>::kMinBlocks)
-    QmsWarpFinishKernel(SelectArgs a, int64_t row0, int rows, QmsSplitScratch s) {
-  using C = QmsWarpFinishConfig<KB>;
-  extern __shared__ u64 outs[];
-  __shared__ QmsShared qs_all[C::kWarps];
+__global__ void __launch_bounds__(QmsBucketFinishConfig<KB>::kThreads)
+    QmsBucketFinishKernel(SelectArgs a, int64_t row0, QmsSplitScratch s) {
+  using C = QmsBucketFinishConfig<KB>;
+  extern __shared__ __align__(16) unsigned char bucket_smem[];
   AllowDependentGrid();
   WaitPrimaryGrid();  // the survivors
-  const int warp = threadIdx.x / 32;
-  const int lr = blockIdx.x * C::kWarps + warp;
-  if (lr >= rows) return;
-  WarpFinishRow<KB>(a, row0, lr, s.count[lr], qs_all[warp], outs + warp * WarpSortedWords<KB>(), s);
+  const int64_t lr = blockIdx.x;
+  const int n = s.count[lr];
+  bool done = false;
+  if (n >= a.k && n <= s.cap) {
+    done = BlockBucketFinish<C::kThreads, KB, C::kBuckets, C::kMaxBucket, C::kRegs>(
+        a, row0 + lr, n, SurvivorKeys(s, lr), SurvivorCols(s, lr), bucket_smem);
+  }
+  if (!done && threadIdx.x == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row0 + lr;
 }
 
 // Whether the row-parallel path suits the shape (QmsRowParallelFits) and the launch.
@@ -692,13 +607,10 @@ template <int KB>
 void LaunchQmsRowParallel(const SelectArgs& a) {
   constexpr int T = QmsShape<KB>::kThreads, U = QmsShape<KB>::kVec, D = QmsShape<KB>::kDepth;
   using C = QmsConfig<KB, T, U, D>;
-  using S = QmsSplitConfig<KB>;
   auto list = QuickMultiSelectListKernel<KB, T, U, D>;
   PrepareSharedMemory(list, C::kShared, a);
-  using WF = QmsWarpFinishConfig<KB>;
-  constexpr bool kWarpFinish = KB > kWarpFinishMax && KB <= kWarpSortMax;
-  if constexpr (kWarpFinish) PrepareSharedMemory(QmsWarpFinishKernel<KB>, WF::kShared, a);
-  if constexpr (KB > kWarpSortMax) PrepareSharedMemory(QmsFinishKernel<KB>, S::kShared, a);
+  using BF = QmsBucketFinishConfig<KB>;
+  if constexpr (KB > kWarpFinishMax) PrepareSharedMemory(QmsBucketFinishKernel<KB>, BF::kShared, a);
   const int64_t ppr = (a.cols + kFilterPiece - 1) / kFilterPiece;
   const int cap = QmsSplitCap(a.cols, a.k);
   const int64_t per_row = int64_t{cap} * 8 + 8 + 8 + 8;
@@ -731,12 +643,9 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
     const int64_t fgrid = std::min<int64_t>((groups + 7) / 8, static_cast<int64_t>(sms) * 4);
     LaunchDependent(QmsFilterKernel<kFilterVec, KB>, fgrid, 256, 0, a.stream, a, row0,
                     static_cast<int>(n), static_cast<int>(ppr), s);
-    if constexpr (kWarpFinish) {
-      LaunchDependent(QmsWarpFinishKernel<KB>, (n + WF::kWarps - 1) / WF::kWarps,
-                      32 * WF::kWarps, WF::kShared, a.stream, a, row0, static_cast<int>(n), s);
-    }
-    if constexpr (KB > kWarpSortMax) {
-      LaunchDependent(QmsFinishKernel<KB>, n, S::kThreads, S::kShared, a.stream, a, row0, s);
+    if constexpr (KB > kWarpFinishMax) {
+      LaunchDependent(QmsBucketFinishKernel<KB>, n, BF::kThreads, BF::kShared, a.stream, a, row0,
+                      s);
     }
     const int64_t grid = std::min<int64_t>(n, static_cast<int64_t>(sms) * (KB >= 1024 ? 2 : 3));
     LaunchDependent(list, grid, T, C::kShared, a.stream, a,

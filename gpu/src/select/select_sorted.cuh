@@ -316,92 +316,7 @@ __device__ __forceinline__ void WarpSortRegisters(u64 (&x)[E]) {
   }
 }
 
-// Batcher's odd-even merge sort of the E words of one lane, ascending: 191 compare-exchanges for
-// E = 32 against the bitonic network's 240, all inside the lane.
-template <int E>
-__device__ __forceinline__ void LaneOddEvenSort(u64 (&x)[E]) {
-  constexpr int kLog = __builtin_ctz(E);
-  // (Counted loops: the compiler unrolls them and keeps x in registers.)
-#pragma unroll
-  for (int lp = 0; lp < kLog; ++lp) {
-#pragma unroll
-    for (int ld = lp; ld >= 0; --ld) {
-      const int p = 1 << lp, d = 1 << ld;
-      // Word m meets word m + d when it lies in the first half of a run of 2d words counted from
-      // d % p, and both lie in one block of 2p words (the merge of the block's sorted halves).
-#pragma unroll
-      for (int m = 0; m < E; ++m) {
-        if (m >= d % p && (m - d % p) % (2 * d) < d && m + d < E &&
-            m / (2 * p) == (m + d) / (2 * p)) {
-          CompareExchange(x[m], x[m + d], true);
-        }
-      }
-    }
-  }
-}
-
-// Sorts the 32 * E words of a warp, lane-major in registers as in WarpSortRegisters, through buf
-// (WarpSortedWords words of the warp's shared memory, word i at i + i / E): each lane sorts its
-// own E (LaneOddEvenSort), then five rounds merge pairs of sorted runs, E, 2E, ... 16E words long.
-// In a round every lane makes E words of the merged pair: it finds where its E outputs begin by
-// a binary search along the merge path (how many come from the first run) and merges them one by
-// one from shared memory. Against the bitonic merges across the lanes (1 to 5 shuffle stages of
-// every word a round, then 5 stages inside the lane) this takes 0.5-1.5 % off quick
-// multi-select's time at k = 512 and 1024 on an H100 (bench/results/select.md "Sample kept in L2,
-// merge-path finish sort").
-// Leaves the words in x and in buf, ascending.
-template <int E>
-__device__ __forceinline__ void WarpSortMergePath(u64 (&x)[E], u64* buf) {
-  static_assert(E >= 2 && (E & (E - 1)) == 0, "a power of two");
-  const unsigned lane = threadIdx.x & 31;
-  auto at = [&](unsigned i) { return buf[i + i / E]; };
-  LaneOddEvenSort<E>(x);
-#pragma unroll 1
-  for (unsigned lanes = 2; lanes <= 32; lanes <<= 1) {
-#pragma unroll
-    for (int e = 0; e < E; ++e) buf[lane * (E + 1) + e] = x[e];
-    __syncwarp();
-    const unsigned r = lanes / 2 * E;  // the runs' length
-    const unsigned first = lane & ~(lanes - 1);
-    const unsigned a0 = first * E, b0 = a0 + r;  // the pair's runs: [a0, a0 + r), [b0, b0 + r)
-    const unsigned diag = (lane - first) * E;   // this lane's first output in the merged pair
-    // The number of words taken from the first run before output `diag`: the first a with
-    // A[a] > B[diag - 1 - a] (equal words: the first run's first).
-    unsigned lo = diag > r ? diag - r : 0, hi = min(diag, r);
-    while (lo < hi) {
-      const unsigned mid = (lo + hi) >> 1;
-      if (at(a0 + mid) <= at(b0 + diag - 1 - mid)) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    unsigned ai = lo, bi = diag - lo;
-    // An exhausted run's next word is never taken; its index is kept in range (past the first
-    // run lies the second; past the second, clamped to its last word). No branches: one load a
-    // word, from the run the word came from.
-    u64 va = at(a0 + ai), vb = at(b0 + min(bi, r - 1));
-#pragma unroll
-    for (int e = 0; e < E; ++e) {
-      const bool from_a = bi >= r || (ai < r && va <= vb);
-      x[e] = from_a ? va : vb;
-      if (e + 1 < E) {
-        ai += from_a ? 1u : 0u;
-        bi += from_a ? 0u : 1u;
-        const u64 w = at(from_a ? a0 + ai : b0 + min(bi, r - 1));
-        va = from_a ? w : va;
-        vb = from_a ? vb : w;
-      }
-    }
-    __syncwarp();  // every lane has read the runs before they are overwritten
-  }
-#pragma unroll
-  for (int e = 0; e < E; ++e) buf[lane * (E + 1) + e] = x[e];
-  __syncwarp();
-}
-
-// With kRegs WarpSelectSorted sorts in registers (WarpSortRegisters, KB >= 64; with kMergePath
-// as well WarpSortMergePath, the finish of k = 512 and 1024) and leaves its
+// With kRegs WarpSelectSorted sorts in registers (WarpSortRegisters, KB >= 64) and leaves its
 // output padded: sorted word i at out[WarpSortedSlot<KB, kRegs>(i)], one spare word after every
 // KB / 32 (a lane's run), so that each lane reads and writes its run without bank conflicts;
 // without, it sorts through shared memory (BlockSortWords: twice the code, fully unrolled) and
@@ -454,8 +369,8 @@ __device__ __forceinline__ void WarpEachWord(int n, Load&& load, F&& f) {
 // columns, this saves one to three passes over the words: 1-5 % of quick multi-select's time on
 // an H100 at every k from 32 to 1024 (bench/results/select.md "Radix rounds stopped at a bin of
 // 32 words").
-template <int KB, bool kRegs = (KB > kWarpSortInShared), bool kMergePath = false, typename Load,
-          typename EachWord, typename EachKey>
+template <int KB, bool kRegs = (KB > kWarpSortInShared), typename Load, typename EachWord,
+          typename EachKey>
 __device__ void WarpSelectSortedPasses(int n, int k, Load&& load, EachWord&& each_word,
                                        EachKey&& each_key, QmsShared& qs, u64* out) {
   static_assert(KB >= 32 && KB <= 1024, "KB / 32 words a lane, in registers");
@@ -529,14 +444,10 @@ __device__ void WarpSelectSortedPasses(int n, int k, Load&& load, EachWord&& eac
     u64 x[E];
 #pragma unroll
     for (int e = 0; e < E; ++e) x[e] = out[lane * (E + 1) + e];
-    if constexpr (kMergePath) {
-      WarpSortMergePath<E>(x, out);
-    } else {
-      WarpSortRegisters<E>(x);
+    WarpSortRegisters<E>(x);
 #pragma unroll
-      for (int e = 0; e < E; ++e) out[lane * (E + 1) + e] = x[e];
-      __syncwarp();
-    }
+    for (int e = 0; e < E; ++e) out[lane * (E + 1) + e] = x[e];
+    __syncwarp();
   } else {
     BlockSortWords<32, E>(out, lane);
   }
