@@ -41,6 +41,62 @@ __device__ __forceinline__ unsigned WarpMaxU32(unsigned v) {
 #endif
 }
 
+// The bucket of a word: laid linearly over the values from lo to hi (mode 1, when both are finite
+// and apart), else over the key bits, (key - lo) >> shift (mode 0), or, when every key is the
+// same, over the columns, col >> shift (mode 2). Each map is non-decreasing in the word, so a
+// bucket's words all rank below the next bucket's.
+struct BucketMap {
+  unsigned lo;
+  float lo_f, scale;
+  int mode, shift, last;
+  __device__ __forceinline__ int operator()(unsigned key, unsigned col) const {
+    if (mode == 1) {
+      const unsigned u = (key & 0x80000000u) ? (key & 0x7fffffffu) : ~key;
+      return min(last, __float2int_rd((__uint_as_float(u) - lo_f) * scale));
+    }
+    return static_cast<int>((mode == 2 ? col : key - lo) >> shift);
+  }
+};
+
+// The map of B buckets for keys from lo to hi on a row of `cols` columns.
+template <int B>
+__device__ __forceinline__ BucketMap MakeBucketMap(unsigned lo, unsigned hi, int64_t cols) {
+  BucketMap m;
+  m.lo = lo;
+  m.last = B - 1;
+  m.lo_f = KeyToFloat(lo);
+  const float hi_f = KeyToFloat(hi);
+  m.scale = static_cast<float>(B) / (hi_f - m.lo_f);
+  const bool linear = isfinite(m.scale) && m.scale > 0.0f && isfinite(m.lo_f) && isfinite(hi_f);
+  m.mode = lo == hi ? 2 : linear ? 1 : 0;
+  const unsigned span = m.mode == 2 ? static_cast<unsigned>(cols - 1) : hi - lo;
+  m.shift = max(0, 32 - __clz(span) - __builtin_ctz(B));
+  return m;
+}
+
+// The last step, thread tid of T: each of the `placed` words of `words` (bucket b's words at
+// [start[b] - count[b], start[b])) takes as its rank its bucket's first slot plus the words of
+// its bucket below it (keys, then columns); the words ranked under k go to launch row `row` of
+// the output at their ranks.
+template <int T>
+__device__ __forceinline__ void WriteRanked(const SelectArgs& a, int64_t row, const u64* words,
+                                            int placed, const int* start, const int* count,
+                                            const BucketMap& map, int tid) {
+  const RowView rv = GetRow(a, row);
+  const int64_t out0 = row * static_cast<int64_t>(a.k);
+  for (int p = tid; p < placed; p += T) {
+    const u64 w = words[p];
+    const int b = map(static_cast<unsigned>(w >> 32), static_cast<unsigned>(w));
+    const int end = start[b], first = end - count[b];
+    int rank = first;
+    for (int q = first; q < end; ++q) rank += words[q] < w;
+    if (rank < a.k) {
+      DecodeWord(a, w, rv.src_row, rv.col0, &a.out_values[out0 + rank],
+                 &a.out_indices[out0 + rank]);
+    }
+  }
+}
+
 // Finishes launch row `row` from its n >= k candidates, keys[i] / cols[i] (columns of the row,
 // below a.cols; both arrays 16-byte aligned, in L2 or global memory). All T threads of the block
 // call it; smem holds BucketFinishShared<KB, B, kMaxBucket>() bytes, 16-byte aligned. Returns
@@ -101,23 +157,8 @@ __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const
     lo = min(lo, red[0][w]);
     hi = max(hi, red[1][w]);
   }
-  // Buckets laid linearly over the values from lo to hi (finite, apart); else over the key bits,
-  // (key - lo) >> shift; or, when every key is the same, over the columns, col >> shift. Each map
-  // is non-decreasing in the word, so a bucket's words all rank below the next bucket's.
-  const float lo_f = KeyToFloat(lo), hi_f = KeyToFloat(hi);
-  const float scale = static_cast<float>(B) / (hi_f - lo_f);
-  const bool linear = isfinite(scale) && scale > 0.0f && isfinite(lo_f) && isfinite(hi_f);
-  const int mode = lo == hi ? 2 : linear ? 1 : 0;
-  const unsigned span = mode == 2 ? static_cast<unsigned>(a.cols - 1) : hi - lo;
-  constexpr int kLogB = __builtin_ctz(B);
-  const int shift = max(0, 32 - __clz(span) - kLogB);
-  auto bucket_of = [&](unsigned key, unsigned col) {
-    if (mode == 1) {
-      const unsigned u = (key & 0x80000000u) ? (key & 0x7fffffffu) : ~key;
-      return min(B - 1, __float2int_rd((__uint_as_float(u) - lo_f) * scale));
-    }
-    return static_cast<int>((mode == 2 ? col : key - lo) >> shift);
-  };
+  const BucketMap bucket_of = MakeBucketMap<B>(lo, hi, a.cols);
+  const int shift = bucket_of.shift;
 
   // Pass 2: counts. Goes over every word: vector j covers words 4j .. 4j + 3.
   auto each_vector = [&](auto&& f) {
@@ -131,7 +172,7 @@ __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const
   auto each_tail = [&](auto&& f) {
     for (int i = 4 * n4 + tid; i < n; i += T) f(i, __ldcg(keys + i));
   };
-  if (mode != 2) {
+  if (bucket_of.mode != 2) {
     each_vector([&](int, const uint4& v) {
       atomicAdd(&count[bucket_of(v.x, 0)], 1);
       atomicAdd(&count[bucket_of(v.y, 0)], 1);
@@ -193,21 +234,7 @@ __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const
   each_tail([&](int i, unsigned key) { place(key, __ldcg(cols + i)); });
   __syncthreads();
 
-  // Ranks: a word's bucket start plus the words of its bucket below it (keys, then columns).
-  const int placed = start[cut];
-  const RowView rv = GetRow(a, row);
-  const int64_t out0 = row * static_cast<int64_t>(k);
-  for (int p = tid; p < placed; p += T) {
-    const u64 w = words[p];
-    const int b = bucket_of(static_cast<unsigned>(w >> 32), static_cast<unsigned>(w));
-    const int end = start[b], first = end - count[b];
-    int rank = first;
-    for (int q = first; q < end; ++q) rank += words[q] < w;
-    if (rank < k) {
-      DecodeWord(a, w, rv.src_row, rv.col0, &a.out_values[out0 + rank],
-                 &a.out_indices[out0 + rank]);
-    }
-  }
+  WriteRanked<T>(a, row, words, start[cut], start, count, bucket_of, tid);
   return true;
 }
 
