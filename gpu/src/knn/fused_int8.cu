@@ -417,12 +417,7 @@ __device__ __forceinline__ int GatherSlices(const uint64_t* __restrict__ keys,
       over = true;
       c = per;
     }
-    int incl = c;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const int v = __shfl_up_sync(0xffffffffu, incl, o);
-      if (lane >= o) incl += v;
-    }
+    const int incl = WarpInclusiveSum(c);
     const int nsl = ysplit - s0 < 32 ? ysplit - s0 : 32;
     for (int i = 0; i < nsl; ++i) {
       const int ci = __shfl_sync(0xffffffffu, c, i);

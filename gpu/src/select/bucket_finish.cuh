@@ -15,6 +15,7 @@
 #pragma once
 
 #include "select/select_common.cuh"
+#include "select/select_sorted.cuh"
 
 namespace fm::gpu::detail {
 
@@ -22,23 +23,6 @@ namespace fm::gpu::detail {
 template <int KB, int B, int kMaxBucket>
 constexpr int BucketFinishShared() {
   return (KB + kMaxBucket) * 8 + B * 8;
-}
-
-__device__ __forceinline__ unsigned WarpMinU32(unsigned v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  return __reduce_min_sync(kFullMask, v);
-#else
-  for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(kFullMask, v, o));
-  return v;
-#endif
-}
-__device__ __forceinline__ unsigned WarpMaxU32(unsigned v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  return __reduce_max_sync(kFullMask, v);
-#else
-  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(kFullMask, v, o));
-  return v;
-#endif
 }
 
 // The bucket of a word: laid linearly over the values from lo to hi (mode 1, when both are finite
@@ -125,42 +109,12 @@ __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const
 
   // Pass 1: the span of the keys. The first kRegs vectors of each thread are kept.
   uint4 held[kRegs];
-  unsigned lo = 0xffffffffu, hi = 0;
-  auto span4 = [&](const uint4& v) {
-    lo = min(lo, min(min(v.x, v.y), min(v.z, v.w)));
-    hi = max(hi, max(max(v.x, v.y), max(v.z, v.w)));
-  };
 #pragma unroll
   for (int r = 0; r < kRegs; ++r) {
     const int j = r * T + tid;
     if (j < n4) held[r] = __ldcg(kv + j);
   }
-#pragma unroll
-  for (int r = 0; r < kRegs; ++r) {
-    if (r * T + tid < n4) span4(held[r]);
-  }
-  for (int j = kRegs * T + tid; j < n4; j += T) span4(__ldcg(kv + j));
-  for (int i = 4 * n4 + tid; i < n; i += T) {
-    const unsigned key = __ldcg(keys + i);
-    lo = min(lo, key);
-    hi = max(hi, key);
-  }
-  lo = WarpMinU32(lo);
-  hi = WarpMaxU32(hi);
-  if (lane == 0) {
-    red[0][warp] = lo;
-    red[1][warp] = hi;
-  }
-  __syncthreads();
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    lo = min(lo, red[0][w]);
-    hi = max(hi, red[1][w]);
-  }
-  const BucketMap bucket_of = MakeBucketMap<B>(lo, hi, a.cols);
-  const int shift = bucket_of.shift;
-
-  // Pass 2: counts. Goes over every word: vector j covers words 4j .. 4j + 3.
+  // Every word: vector j covers words 4j .. 4j + 3, the first kRegs a thread from registers.
   auto each_vector = [&](auto&& f) {
 #pragma unroll
     for (int r = 0; r < kRegs; ++r) {
@@ -172,6 +126,31 @@ __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const
   auto each_tail = [&](auto&& f) {
     for (int i = 4 * n4 + tid; i < n; i += T) f(i, __ldcg(keys + i));
   };
+  unsigned lo, hi;
+  WarpKeyRange(
+      [&](auto&& f) {
+        each_vector([&](int, const uint4& v) {
+          f(v.x);
+          f(v.y);
+          f(v.z);
+          f(v.w);
+        });
+        each_tail([&](int, unsigned key) { f(key); });
+      },
+      lo, hi);
+  if (lane == 0) {
+    red[0][warp] = lo;
+    red[1][warp] = hi;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    lo = min(lo, red[0][w]);
+    hi = max(hi, red[1][w]);
+  }
+  const BucketMap bucket_of = MakeBucketMap<B>(lo, hi, a.cols);
+
+  // Pass 2: counts.
   if (bucket_of.mode != 2) {
     each_vector([&](int, const uint4& v) {
       atomicAdd(&count[bucket_of(v.x, 0)], 1);
@@ -181,7 +160,7 @@ __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const
     });
     each_tail([&](int, unsigned key) { atomicAdd(&count[bucket_of(key, 0)], 1); });
   } else {
-    for (int i = tid; i < n; i += T) atomicAdd(&count[__ldcg(cols + i) >> shift], 1);
+    for (int i = tid; i < n; i += T) atomicAdd(&count[bucket_of(0, __ldcg(cols + i))], 1);
   }
   __syncthreads();
 
@@ -193,12 +172,7 @@ __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const
   int sum = 0;
 #pragma unroll
   for (int i = 0; i < kPer; ++i) sum += c[i];
-  int incl = sum;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int t = __shfl_up_sync(kFullMask, incl, o);
-    if (lane >= o) incl += t;
-  }
+  const int incl = WarpInclusiveSum(sum);
   if (lane == 31) wsum[warp] = incl;
   __syncthreads();
   int base = incl - sum;

@@ -109,17 +109,24 @@ __device__ inline unsigned LaneMaskLt() {
   return m;
 }
 
+// The sum of v over this lane and the lanes below it. All 32 lanes must call it.
+template <typename V>
+__device__ __forceinline__ V WarpInclusiveSum(V v) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const V t = __shfl_up_sync(kFullMask, v, o);
+    if (lane >= o) v += t;
+  }
+  return v;
+}
+
 // The first of the slots a warp's lanes take for their `c` items each in a list whose fill is
 // *counter: an inclusive scan of the counts and one atomic by the last lane. Every lane gets its
 // own first slot. All 32 lanes must call it.
 __device__ inline int WarpAppendSlots(int c, int* counter) {
   const int lane = threadIdx.x & 31;
-  int incl = c;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int t = __shfl_up_sync(kFullMask, incl, o);
-    if (lane >= o) incl += t;
-  }
+  const int incl = WarpInclusiveSum(c);
   int first = 0;
   if (lane == 31) first = atomicAdd(counter, incl);
   return __shfl_sync(kFullMask, first, 31) + incl - c;
@@ -371,9 +378,9 @@ __host__ __device__ inline int QmsSplitSample(int64_t cols, int64_t k) {
 }
 
 // Survivors kept per row by the row-parallel quick multi-select: the bucket's cap
-// (QmsSurvivorCap), or, for k <= 1024 (finished by a warp, which reads any number of them) where
-// that is short of six standard deviations above the expected survivors, the power of two above
-// it, up to kLongCap words. The row words under the sample word of rank r number about
+// (QmsSurvivorCap), or, for k <= 1024 (whose finishes read any number of them) where that is
+// short of six standard deviations above the expected survivors, the power of two above it, up
+// to kLongCap words. The row words under the sample word of rank r number about
 // (r + 1) x cols / sample, with a relative spread of 1 / sqrt(r + 1): on rows of 2^20 columns
 // (r = 5-11) twice the mean overflowed 2 % of the rows at k = 256, each such row then selected
 // again by one block. The shorter rows of the benchmark grid keep the bucket's cap (a larger one

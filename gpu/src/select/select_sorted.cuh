@@ -35,12 +35,7 @@ __device__ __forceinline__ void WarpHistPick(const unsigned* hist, int r, int& b
     c[b] = hist[lane * 8 + b];
     sum += c[b];
   }
-  unsigned incl = sum;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const unsigned t = __shfl_up_sync(kFullMask, incl, o);
-    if (lane >= o) incl += t;
-  }
+  const unsigned incl = WarpInclusiveSum(sum);
   unsigned acc = incl - sum;
   const bool here = acc <= static_cast<unsigned>(r) && static_cast<unsigned>(r) < incl;
   int my_bin = 0, my_rest = 0;
@@ -357,23 +352,23 @@ __device__ __forceinline__ void WarpEachWord(int n, Load&& load, F&& f) {
 
 // Leaves the k smallest of the n words load(0 .. n-1) (load may be called several times for an
 // index) sorted ascending in out (this warp's shared memory, WarpSortedWords<KB>() words; word i
-// at WarpSortedSlot<KB>(i)), padded with kSentinel. k <= KB; one warp, qs its own. The passes
-// over the words are the caller's: each_word(f) calls f(any, i, w) for every word i, w, any as
-// in WarpEachWord but with words on any lanes, as long as every lane makes the same number of
-// calls; each_key(f) calls f(key) for the keys (high halves) of the words, each once on some
-// lane. The radix rounds read only the keys, so a caller holding the keys apart from the columns
-// passes a cheaper pass than the words' own (WarpSelectSorted below).
+// at WarpSortedSlot<KB>(i)), padded with kSentinel. k <= KB; one warp, qs its own. Every pass
+// over the words issues B loads a lane before using any (WarpEachWord).
 // The rounds stop at a bin of at most 32 words (WarpRadixBin): one pass then gathers the words
 // under it and the bin's own, and a 32-lane sort of the bin picks the last of the k. Against
 // rounds down to the exact k-th key, a gather and, for a tied k-th key, a select over its
 // columns, this saves one to three passes over the words: 1-5 % of quick multi-select's time on
 // an H100 at every k from 32 to 1024 (bench/results/select.md "Radix rounds stopped at a bin of
 // 32 words").
-template <int KB, bool kRegs = (KB > kWarpSortInShared), typename Load, typename EachWord,
-          typename EachKey>
-__device__ void WarpSelectSortedPasses(int n, int k, Load&& load, EachWord&& each_word,
-                                       EachKey&& each_key, QmsShared& qs, u64* out) {
+template <int KB, int B, bool kRegs = (KB > kWarpSortInShared), typename Load>
+__device__ void WarpSelectSorted(int n, int k, Load&& load, QmsShared& qs, u64* out) {
   static_assert(KB >= 32 && KB <= 1024, "KB / 32 words a lane, in registers");
+  auto each_word = [&](auto&& f) { WarpEachWord<B>(n, load, f); };
+  auto each_key = [&](auto&& f) {
+    WarpEachWord<B>(n, load, [&](bool, int i, u64 w) {
+      if (i < n) f(static_cast<unsigned>(w >> 32));
+    });
+  };
   constexpr int E = KB / 32;
   auto slot = [](int i) { return WarpSortedSlot<KB, kRegs>(i); };
   const int lane = threadIdx.x & 31;
@@ -451,19 +446,6 @@ __device__ void WarpSelectSortedPasses(int n, int k, Load&& load, EachWord&& eac
   } else {
     BlockSortWords<32, E>(out, lane);
   }
-}
-
-// WarpSelectSortedPasses over the words load(i), B loads a lane in flight (WarpEachWord).
-template <int KB, int B, bool kRegs = (KB > kWarpSortInShared), typename Load>
-__device__ void WarpSelectSorted(int n, int k, Load&& load, QmsShared& qs, u64* out) {
-  WarpSelectSortedPasses<KB, kRegs>(
-      n, k, load, [&](auto&& f) { WarpEachWord<B>(n, load, f); },
-      [&](auto&& f) {
-        WarpEachWord<B>(n, load, [&](bool, int i, u64 w) {
-          if (i < n) f(static_cast<unsigned>(w >> 32));
-        });
-      },
-      qs, out);
 }
 
 // The same for a block of T = 256 threads: src[0, n) in shared memory, out[0, KB) (shared, not
