@@ -226,6 +226,9 @@ const Shape kShapes[] = {
     {"reverse_16k", 40, 16384, Fill::kReverse, 2},
     {"crowded_8k", 64, 8192, Fill::kCrowded},
     {"crowded_40k", 16, 40000, Fill::kCrowded, 1},
+    // Survivors' columns are kept in 16 bits on rows of up to 65536 columns: one column more,
+    // with the smallest values at the end of the row.
+    {"reverse_65537", 4, 65537, Fill::kReverse},
     // Longer rows, many of them, are selected row-parallel (pivot, split filter, hand-back of
     // failed rows): finished and handed-back rows in one launch.
     {"mixed_rows", 300, 20000, Fill::kMixed},

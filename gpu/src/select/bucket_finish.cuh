@@ -19,61 +19,69 @@
 
 namespace fm::gpu::detail {
 
-// Shared memory a block needs for k <= KB: the placed words, then counts and starts of B buckets.
+// Shared memory a block needs for k <= KB: the placed words, counts and starts of B buckets, and
+// each placed word's bucket.
 template <int KB, int B, int kMaxBucket>
 constexpr int BucketFinishShared() {
-  return (KB + kMaxBucket) * 8 + B * 8;
+  return (KB + kMaxBucket) * 8 + B * 8 + ((KB + kMaxBucket) * 2 + 15) / 16 * 16;
 }
 
-// The bucket of a word: laid linearly over the values from lo to hi (mode 1, when both are finite
-// and apart), else over the key bits, (key - lo) >> shift (mode 0), or, when every key is the
-// same, over the columns, col >> shift (mode 2). Each map is non-decreasing in the word, so a
-// bucket's words all rank below the next bucket's.
-struct BucketMap {
-  unsigned lo;
+// The bucket of a word: laid linearly over the values from lo to hi (LinearBuckets, when both are
+// finite and apart), else over the key bits, (key - lo) >> shift, or, when every key is the same,
+// over the columns, col >> shift (ShiftBuckets). Each map is non-decreasing in the word, so a
+// bucket's words all rank below the next bucket's. The two are separate types so that each pass
+// is compiled for one map: a map choosing its mode per word ran both arms, predicated.
+struct LinearBuckets {
+  static constexpr bool by_col = false;
   float lo_f, scale;
-  int mode, shift, last;
+  int last;
+  __device__ __forceinline__ int operator()(unsigned key, unsigned) const {
+    const unsigned u = (key & 0x80000000u) ? (key & 0x7fffffffu) : ~key;
+    return min(last, __float2int_rd((__uint_as_float(u) - lo_f) * scale));
+  }
+};
+struct ShiftBuckets {
+  bool by_col;
+  unsigned lo;
+  int shift;
   __device__ __forceinline__ int operator()(unsigned key, unsigned col) const {
-    if (mode == 1) {
-      const unsigned u = (key & 0x80000000u) ? (key & 0x7fffffffu) : ~key;
-      return min(last, __float2int_rd((__uint_as_float(u) - lo_f) * scale));
-    }
-    return static_cast<int>((mode == 2 ? col : key - lo) >> shift);
+    return static_cast<int>((by_col ? col : key - lo) >> shift);
   }
 };
 
-// The map of B buckets for keys from lo to hi on a row of `cols` columns.
-template <int B>
-__device__ __forceinline__ BucketMap MakeBucketMap(unsigned lo, unsigned hi, int64_t cols) {
-  BucketMap m;
-  m.lo = lo;
-  m.last = B - 1;
-  m.lo_f = KeyToFloat(lo);
-  const float hi_f = KeyToFloat(hi);
-  m.scale = static_cast<float>(B) / (hi_f - m.lo_f);
-  const bool linear = isfinite(m.scale) && m.scale > 0.0f && isfinite(m.lo_f) && isfinite(hi_f);
-  m.mode = lo == hi ? 2 : linear ? 1 : 0;
-  const unsigned span = m.mode == 2 ? static_cast<unsigned>(cols - 1) : hi - lo;
-  m.shift = max(0, 32 - __clz(span) - __builtin_ctz(B));
-  return m;
+// Calls f with the map of B buckets for keys from lo to hi on a row of `cols` columns.
+template <int B, typename F>
+__device__ __forceinline__ auto WithBucketMap(unsigned lo, unsigned hi, int64_t cols, F&& f) {
+  const float lo_f = KeyToFloat(lo), hi_f = KeyToFloat(hi);
+  const float scale = static_cast<float>(B) / (hi_f - lo_f);
+  if (lo != hi && isfinite(scale) && scale > 0.0f && isfinite(lo_f) && isfinite(hi_f)) {
+    return f(LinearBuckets{lo_f, scale, B - 1});
+  }
+  const bool by_col = lo == hi;
+  const unsigned span = by_col ? static_cast<unsigned>(cols - 1) : hi - lo;
+  return f(ShiftBuckets{by_col, lo, max(0, 32 - __clz(span) - __builtin_ctz(B))});
 }
 
 // The last step, thread tid of T: each of the `placed` words of `words` (bucket b's words at
-// [start[b] - count[b], start[b])) takes as its rank its bucket's first slot plus the words of
-// its bucket below it (keys, then columns); the words ranked under k go to launch row `row` of
-// the output at their ranks.
+// [start[b] - count[b], start[b]), the bucket of slot p at slot_bucket[p]) takes as its rank its
+// bucket's first slot plus the words of its bucket below it (keys, then columns); the words
+// ranked under k go to launch row `row` of the output at their ranks. Most buckets hold one word,
+// which needs no compare.
 template <int T>
 __device__ __forceinline__ void WriteRanked(const SelectArgs& a, int64_t row, const u64* words,
-                                            int placed, const int* start, const int* count,
-                                            const BucketMap& map, int tid) {
+                                            const uint16_t* slot_bucket, int placed,
+                                            const int* start, const int* count, int tid) {
   const RowView rv = GetRow(a, row);
   const int64_t out0 = row * static_cast<int64_t>(a.k);
   for (int p = tid; p < placed; p += T) {
     const u64 w = words[p];
-    const int b = map(static_cast<unsigned>(w >> 32), static_cast<unsigned>(w));
-    const int end = start[b], first = end - count[b];
-    int rank = first;
-    for (int q = first; q < end; ++q) rank += words[q] < w;
+    const int b = slot_bucket[p];
+    const int end = start[b], c = count[b];
+    int rank = end - c;
+    if (c > 1) {
+#pragma unroll 1
+      for (int q = end - c; q < end; ++q) rank += words[q] < w;
+    }
     if (rank < a.k) {
       DecodeWord(a, w, rv.src_row, rv.col0, &a.out_values[out0 + rank],
                  &a.out_indices[out0 + rank]);
@@ -81,15 +89,24 @@ __device__ __forceinline__ void WriteRanked(const SelectArgs& a, int64_t row, co
   }
 }
 
+// Columns 4j .. 4j + 3 of a column array of 32- or 16-bit entries (16-byte / 8-byte aligned).
+__device__ __forceinline__ uint4 LoadCols4(const unsigned* cols, int j) {
+  return __ldcg(reinterpret_cast<const uint4*>(cols) + j);
+}
+__device__ __forceinline__ uint4 LoadCols4(const uint16_t* cols, int j) {
+  const uint2 v = __ldcg(reinterpret_cast<const uint2*>(cols) + j);
+  return make_uint4(v.x & 0xffffu, v.x >> 16, v.y & 0xffffu, v.y >> 16);
+}
+
 // Finishes launch row `row` from its n >= k candidates, keys[i] / cols[i] (columns of the row,
-// below a.cols; both arrays 16-byte aligned, in L2 or global memory). All T threads of the block
+// below a.cols, 32 or 16 bits; the arrays 16-byte / 8-byte aligned, in L2 or global memory). All T threads of the block
 // call it; smem holds BucketFinishShared<KB, B, kMaxBucket>() bytes, 16-byte aligned. Returns
 // false, the same in every thread and with nothing written, when a bucket up to the k-th holds
 // more than kMaxBucket words. kRegs uint4 of keys a thread stay in registers between the passes
 // (the rest are read again).
-template <int T, int KB, int B, int kMaxBucket, int kRegs>
+template <int T, int KB, int B, int kMaxBucket, int kRegs, typename ColT>
 __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const unsigned* keys,
-                                  const unsigned* cols, unsigned char* smem) {
+                                  const ColT* cols, unsigned char* smem) {
   static_assert(B % T == 0 && (B & (B - 1)) == 0, "B a power of two, a multiple of T");
   constexpr int kPer = B / T;
   constexpr int kWarps = T / 32;
@@ -99,10 +116,10 @@ __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const
   u64* words = reinterpret_cast<u64*>(smem);                       // [KB + kMaxBucket]
   int* count = reinterpret_cast<int*>(words + KB + kMaxBucket);    // [B]
   int* start = count + B;                                          // [B]
+  uint16_t* slot_bucket = reinterpret_cast<uint16_t*>(start + B);  // [KB + kMaxBucket]
   const int tid = threadIdx.x, lane = tid & 31, warp = tid / 32;
   const int k = a.k;
   const uint4* kv = reinterpret_cast<const uint4*>(keys);
-  const uint4* cv = reinterpret_cast<const uint4*>(cols);
   const int n4 = n / 4;  // whole vectors; the last n % 4 words one at a time
 
   for (int b = tid; b < B; b += T) count[b] = 0;
@@ -148,68 +165,75 @@ __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const
     lo = min(lo, red[0][w]);
     hi = max(hi, red[1][w]);
   }
-  const BucketMap bucket_of = MakeBucketMap<B>(lo, hi, a.cols);
-
-  // Pass 2: counts.
-  if (bucket_of.mode != 2) {
-    each_vector([&](int, const uint4& v) {
-      atomicAdd(&count[bucket_of(v.x, 0)], 1);
-      atomicAdd(&count[bucket_of(v.y, 0)], 1);
-      atomicAdd(&count[bucket_of(v.z, 0)], 1);
-      atomicAdd(&count[bucket_of(v.w, 0)], 1);
-    });
-    each_tail([&](int, unsigned key) { atomicAdd(&count[bucket_of(key, 0)], 1); });
-  } else {
-    for (int i = tid; i < n; i += T) atomicAdd(&count[bucket_of(0, __ldcg(cols + i))], 1);
-  }
-  __syncthreads();
-
-  // Starts: an exclusive scan of the counts, kPer consecutive buckets a thread. The bucket that
-  // holds rank k - 1 is the cut; a bucket up to it with more than kMaxBucket words refuses the row.
-  int c[kPer];
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) c[i] = count[tid * kPer + i];
-  int sum = 0;
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) sum += c[i];
-  const int incl = WarpInclusiveSum(sum);
-  if (lane == 31) wsum[warp] = incl;
-  __syncthreads();
-  int base = incl - sum;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) base += w < warp ? wsum[w] : 0;
-  bool refuse = false;
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    const int b = tid * kPer + i;
-    start[b] = base;
-    if (base < k) {
-      refuse |= c[i] > kMaxBucket;
-      if (base + c[i] >= k) cut_bucket = b;
+  return WithBucketMap<B>(lo, hi, a.cols, [&](const auto& bucket_of) {
+    // Pass 2: counts.
+    if (!bucket_of.by_col) {
+      each_vector([&](int, const uint4& v) {
+        atomicAdd(&count[bucket_of(v.x, 0)], 1);
+        atomicAdd(&count[bucket_of(v.y, 0)], 1);
+        atomicAdd(&count[bucket_of(v.z, 0)], 1);
+        atomicAdd(&count[bucket_of(v.w, 0)], 1);
+      });
+      each_tail([&](int, unsigned key) { atomicAdd(&count[bucket_of(key, 0)], 1); });
+    } else {
+      for (int i = tid; i < n; i += T) {
+        atomicAdd(&count[bucket_of(0, static_cast<unsigned>(__ldcg(cols + i)))], 1);
+      }
     }
-    base += c[i];
-  }
-  if (__syncthreads_or(refuse)) return false;
-  const int cut = cut_bucket;
+    __syncthreads();
 
-  // Pass 3: the words of the buckets up to the cut into their buckets' slots (start[] is their
-  // cursor: afterwards it holds each bucket's end).
-  auto place = [&](unsigned key, unsigned col) {
-    const int b = bucket_of(key, col);
-    if (b <= cut) words[atomicAdd(&start[b], 1)] = Pack(key, col);
-  };
-  auto place4 = [&](const uint4& v, const uint4& cc) {
-    place(v.x, cc.x);
-    place(v.y, cc.y);
-    place(v.z, cc.z);
-    place(v.w, cc.w);
-  };
-  each_vector([&](int j, const uint4& v) { place4(v, __ldcg(cv + j)); });
-  each_tail([&](int i, unsigned key) { place(key, __ldcg(cols + i)); });
-  __syncthreads();
+    // Starts: an exclusive scan of the counts, kPer consecutive buckets a thread. The bucket
+    // that holds rank k - 1 is the cut; a bucket up to it with more than kMaxBucket words
+    // refuses the row.
+    int c[kPer];
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) c[i] = count[tid * kPer + i];
+    int sum = 0;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) sum += c[i];
+    const int incl = WarpInclusiveSum(sum);
+    if (lane == 31) wsum[warp] = incl;
+    __syncthreads();
+    int base = incl - sum;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) base += w < warp ? wsum[w] : 0;
+    bool refuse = false;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int b = tid * kPer + i;
+      start[b] = base;
+      if (base < k) {
+        refuse |= c[i] > kMaxBucket;
+        if (base + c[i] >= k) cut_bucket = b;
+      }
+      base += c[i];
+    }
+    if (__syncthreads_or(refuse)) return false;
+    const int cut = cut_bucket;
 
-  WriteRanked<T>(a, row, words, start[cut], start, count, bucket_of, tid);
-  return true;
+    // Pass 3: the words of the buckets up to the cut into their buckets' slots (start[] is their
+    // cursor: afterwards it holds each bucket's end).
+    auto place = [&](unsigned key, unsigned col) {
+      const int b = bucket_of(key, col);
+      if (b <= cut) {
+        const int slot = atomicAdd(&start[b], 1);
+        words[slot] = Pack(key, col);
+        slot_bucket[slot] = static_cast<uint16_t>(b);
+      }
+    };
+    auto place4 = [&](const uint4& v, const uint4& cc) {
+      place(v.x, cc.x);
+      place(v.y, cc.y);
+      place(v.z, cc.z);
+      place(v.w, cc.w);
+    };
+    each_vector([&](int j, const uint4& v) { place4(v, LoadCols4(cols, j)); });
+    each_tail([&](int i, unsigned key) { place(key, static_cast<unsigned>(__ldcg(cols + i))); });
+    __syncthreads();
+
+    WriteRanked<T>(a, row, words, slot_bucket, start[cut], start, count, tid);
+    return true;
+  });
 }
 
 }  // namespace fm::gpu::detail

@@ -291,10 +291,12 @@ struct QmsSplitScratch {
   int64_t* fail_rows;
   u64* survivors;     // [rows][cap] words (above kWarpFinishMax: keys, then columns; see below)
   int cap;
+  int narrow;         // columns kept as 16 bits
 };
 
 // Above kWarpFinishMax a row's survivors are kept as two arrays, keys then columns (the bucket
-// finish's first passes read only the keys, four a load); at and below it as words.
+// finish's first passes read only the keys, four a load; the columns in 16 bits when `narrow`);
+// at and below it as words.
 __device__ __forceinline__ unsigned* SurvivorKeys(const QmsSplitScratch& s, int64_t lr) {
   return reinterpret_cast<unsigned*>(s.survivors + lr * s.cap);
 }
@@ -513,7 +515,11 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
           for (int i = lane; i < total && first + i < s.cap; i += 32) {
             const u64 w = pack[i];
             out_keys[first + i] = static_cast<unsigned>(w >> 32);
-            out_cols[first + i] = static_cast<unsigned>(w);
+            if (s.narrow) {
+              reinterpret_cast<uint16_t*>(out_cols)[first + i] = static_cast<uint16_t>(w);
+            } else {
+              out_cols[first + i] = static_cast<unsigned>(w);
+            }
           }
           __syncwarp();  // the pack is reused by the next piece
           continue;
@@ -526,7 +532,11 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
           out[pos] = w;
         } else {
           out_keys[pos] = static_cast<unsigned>(w >> 32);
-          out_cols[pos] = static_cast<unsigned>(w);
+          if (s.narrow) {
+            reinterpret_cast<uint16_t*>(out_cols)[pos] = static_cast<uint16_t>(w);
+          } else {
+            out_cols[pos] = static_cast<unsigned>(w);
+          }
         }
       }
     }
@@ -567,7 +577,7 @@ struct QmsBucketFinishConfig {
   static constexpr int kShared = BucketFinishShared<KB, kBuckets, kMaxBucket>();
 };
 
-template <int KB>
+template <int KB, typename ColT>
 __global__ void __launch_bounds__(QmsBucketFinishConfig<KB>::kThreads)
     QmsBucketFinishKernel(SelectArgs a, int64_t row0, QmsSplitScratch s) {
   using C = QmsBucketFinishConfig<KB>;
@@ -579,9 +589,16 @@ __global__ void __launch_bounds__(QmsBucketFinishConfig<KB>::kThreads)
   bool done = false;
   if (n >= a.k && n <= s.cap) {
     done = BlockBucketFinish<C::kThreads, KB, C::kBuckets, C::kMaxBucket, C::kRegs>(
-        a, row0 + lr, n, SurvivorKeys(s, lr), SurvivorCols(s, lr), bucket_smem);
+        a, row0 + lr, n, SurvivorKeys(s, lr),
+        reinterpret_cast<const ColT*>(SurvivorCols(s, lr)), bucket_smem);
   }
   if (!done && threadIdx.x == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row0 + lr;
+}
+
+// The finish kernel for survivor columns of 16 bits (narrow) or 32.
+template <int KB>
+auto QmsBucketFinishFor(bool narrow) {
+  return narrow ? QmsBucketFinishKernel<KB, uint16_t> : QmsBucketFinishKernel<KB, unsigned>;
 }
 
 // Whether the row-parallel path suits the shape (QmsRowParallelFits) and the launch.
@@ -610,7 +627,13 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   auto list = QuickMultiSelectListKernel<KB, T, U, D>;
   PrepareSharedMemory(list, C::kShared, a);
   using BF = QmsBucketFinishConfig<KB>;
-  if constexpr (KB > kWarpFinishMax) PrepareSharedMemory(QmsBucketFinishKernel<KB>, BF::kShared, a);
+  // Above kWarpFinishMax, rows of up to 65536 columns keep their survivors' columns in 16 bits:
+  // 1-3 % off the time at k = 512-2048 on 8192 rows of 8192-65536 columns (H200,
+  // bench/results/select.md "Survivor columns in 16 bits").
+  const bool narrow = KB > kWarpFinishMax && a.cols <= 65536;
+  if constexpr (KB > kWarpFinishMax) {
+    PrepareSharedMemory(QmsBucketFinishFor<KB>(narrow), BF::kShared, a);
+  }
   const int64_t ppr = (a.cols + kFilterPiece - 1) / kFilterPiece;
   const int cap = QmsSplitCap(a.cols, a.k);
   const int64_t per_row = int64_t{cap} * 8 + 8 + 8 + 8;
@@ -626,6 +649,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   s.fail_rows = reinterpret_cast<int64_t*>(ws + b_piv + b_cnt);
   s.survivors = reinterpret_cast<u64*>(ws + b_piv + b_cnt + b_fail);
   s.cap = cap;
+  s.narrow = narrow;
   // 32 runs of sample / 32 words a row.
   auto pivot = QmsSplitSample(a.cols, a.k) == 1024 ? QmsWarpPivotKernel<32> : QmsWarpPivotKernel<64>;
   const int sms = a.sms;
@@ -644,8 +668,8 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
     LaunchDependent(QmsFilterKernel<kFilterVec, KB>, fgrid, 256, 0, a.stream, a, row0,
                     static_cast<int>(n), static_cast<int>(ppr), s);
     if constexpr (KB > kWarpFinishMax) {
-      LaunchDependent(QmsBucketFinishKernel<KB>, n, BF::kThreads, BF::kShared, a.stream, a, row0,
-                      s);
+      LaunchDependent(QmsBucketFinishFor<KB>(narrow), n, BF::kThreads, BF::kShared, a.stream, a,
+                      row0, s);
     }
     const int64_t grid = std::min<int64_t>(n, static_cast<int64_t>(sms) * (KB >= 1024 ? 2 : 3));
     LaunchDependent(list, grid, T, C::kShared, a.stream, a,
