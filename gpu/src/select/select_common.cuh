@@ -370,11 +370,14 @@ __host__ __device__ inline int SampleRank(int64_t cols, int k, int kSample = kSa
 constexpr int QmsSurvivorCap(int kb) { return kb <= 256 ? 2048 : 4 * kb > 4096 ? 4 * kb : 4096; }
 
 // Words in the pivot sample of the row-parallel quick multi-select: 1024 on rows of up to 32768
-// columns for k <= 512 with cols * k <= 2^23, where the pivot pass weighs most and the survivors
-// the smaller sample adds cost less than its read saves; 2048 elsewhere (A/B on the H100,
-// bench/results/select.md "Pivot sample").
+// columns for k <= 512 with cols * k <= 2^23, and for 256 < k <= 1024 from 16384 columns on
+// (survivors of 6 bytes there), where the pivot pass weighs most and the survivors the smaller
+// sample adds cost less than its read saves; 2048 elsewhere (A/B on the H100,
+// bench/results/select.md "Pivot sample" and "Survivor columns in 16 bits").
 __host__ __device__ inline int QmsSplitSample(int64_t cols, int64_t k) {
-  return cols <= 32768 && k <= 512 && cols * k <= (int64_t{1} << 23) ? 1024 : 2048;
+  if (cols > 32768) return 2048;
+  if (k <= 512 && cols * k <= (int64_t{1} << 23)) return 1024;
+  return k > 256 && k <= 1024 && cols >= 16384 ? 1024 : 2048;
 }
 
 // Survivors kept per row by the row-parallel quick multi-select: the bucket's cap
