@@ -99,15 +99,16 @@ __device__ __forceinline__ uint4 LoadCols4(const uint16_t* cols, int j) {
 }
 
 // Finishes launch row `row` from its n >= k candidates, keys[i] / cols[i] (columns of the row,
-// below a.cols, 32 or 16 bits; the arrays 16-byte / 8-byte aligned, in L2 or global memory). All T threads of the block
-// call it; smem holds BucketFinishShared<KB, B, kMaxBucket>() bytes, 16-byte aligned. Returns
-// false, the same in every thread and with nothing written, when a bucket up to the k-th holds
-// more than kMaxBucket words. kRegs uint4 of keys a thread stay in registers between the passes
+// below a.cols, in 32 or 16 bits; the keys 16-byte aligned, the columns 16 / 8, in L2 or global
+// memory). All T threads of the block call it; smem holds BucketFinishShared<KB, B, kMaxBucket>()
+// bytes, 16-byte aligned. Returns false, the same in every thread and with nothing written, when
+// a bucket up to the k-th holds more than kMaxBucket words. kRegs uint4 of keys a thread stay in registers between the passes
 // (the rest are read again).
 template <int T, int KB, int B, int kMaxBucket, int kRegs, typename ColT>
 __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const unsigned* keys,
                                   const ColT* cols, unsigned char* smem) {
   static_assert(B % T == 0 && (B & (B - 1)) == 0, "B a power of two, a multiple of T");
+  static_assert(B <= 65536, "a placed word's bucket kept in 16 bits");
   constexpr int kPer = B / T;
   constexpr int kWarps = T / 32;
   __shared__ unsigned red[2][kWarps];
