@@ -406,6 +406,13 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int
   // radix round and gather): one load per word in turn measured 1 % slower.
   const u64* src = s.survivors + lr * s.cap;
   WarpSelectSorted<KB, 8, kRegs>(n, a.k, [&](int i) { return __ldcg(src + i); }, qs, out);
+  // The survivors are read for the last time: their L2 lines are dropped rather than written back
+  // to DRAM (the list ends inside the row's own cap x 8 bytes, whole lines). About half of them were
+  // still in L2: -2.5 to -4.6 % at k = 64-256 from 8192 to 65536 columns and -1.8 to -2.6 % on the
+  // long rows on an H100, -2.2 to +0.3 % on an H200 (bench/results/select.md "Survivors dropped
+  // from L2").
+  __syncwarp();
+  DiscardL2(src, int64_t{n} * 8, lane, 32);
   WriteRow<32, WarpSortedRun<KB, kRegs>()>(a, row0 + lr, out, lane);
 }
 

@@ -333,6 +333,17 @@ __device__ inline void WaitPrimaryGrid() {
 // acquire side of a hand-off through a relaxed atomic (lighter than __threadfence's sequentially
 // consistent fence).
 __device__ inline void FenceAcqRelGpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+// Drops the L2 lines holding [p, p + bytes) (p 128-byte aligned; the caller owns the whole last
+// line) without writing them back: for scratch no one reads again, its contents undefined after.
+// Thread t of nt takes every nt-th line.
+__device__ inline void DiscardL2(const void* p, int64_t bytes, int t, int nt) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const char* c = static_cast<const char*>(p);
+  for (int64_t off = int64_t{t} * 128; off < bytes; off += int64_t{nt} * 128) {
+    asm volatile("discard.global.L2 [%0], 128;" ::"l"(c + off) : "memory");
+  }
+#endif
+}
 __device__ inline void AllowDependentGrid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" :::);
