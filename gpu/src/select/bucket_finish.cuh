@@ -102,8 +102,8 @@ __device__ __forceinline__ uint4 LoadCols4(const uint16_t* cols, int j) {
 // below a.cols, in 32 or 16 bits; the keys 16-byte aligned, the columns 16 / 8, in L2 or global
 // memory). All T threads of the block call it; smem holds BucketFinishShared<KB, B, kMaxBucket>()
 // bytes, 16-byte aligned. Returns false, the same in every thread and with nothing written, when
-// a bucket up to the k-th holds more than kMaxBucket words. kRegs uint4 of keys a thread stay in registers between the passes
-// (the rest are read again).
+// a bucket up to the k-th holds more than kMaxBucket words. kRegs uint4 of keys a thread stay in
+// registers between the passes (the rest are read again).
 template <int T, int KB, int B, int kMaxBucket, int kRegs, typename ColT>
 __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const unsigned* keys,
                                   const ColT* cols, unsigned char* smem) {

@@ -160,8 +160,14 @@ __device__ void LoadSample(const float* rp, int64_t cols, unsigned (&key)[kSampl
   if ((reinterpret_cast<uintptr_t>(sp) & 15u) == 0) {
     const float4 v0 = __ldg(reinterpret_cast<const float4*>(sp));
     const float4 v1 = __ldg(reinterpret_cast<const float4*>(sp) + 1);
-    key[0] = FloatKey(v0.x); key[1] = FloatKey(v0.y); key[2] = FloatKey(v0.z); key[3] = FloatKey(v0.w);
-    key[4] = FloatKey(v1.x); key[5] = FloatKey(v1.y); key[6] = FloatKey(v1.z); key[7] = FloatKey(v1.w);
+    key[0] = FloatKey(v0.x);
+    key[1] = FloatKey(v0.y);
+    key[2] = FloatKey(v0.z);
+    key[3] = FloatKey(v0.w);
+    key[4] = FloatKey(v1.x);
+    key[5] = FloatKey(v1.y);
+    key[6] = FloatKey(v1.z);
+    key[7] = FloatKey(v1.w);
   } else {
 #pragma unroll
     for (int j = 0; j < kSamplePer; ++j) key[j] = FloatKey(__ldg(sp + j));
@@ -241,7 +247,8 @@ __device__ void QmsRow(const SelectArgs& a, int64_t row, u64* smem, StreamShared
 }
 
 template <int KB, int T, int U, int D>
-__global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3) QuickMultiSelectKernel(SelectArgs a, int64_t row0) {
+__global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3)
+    QuickMultiSelectKernel(SelectArgs a, int64_t row0) {
   extern __shared__ u64 smem[];
   __shared__ StreamShared ss;
   __shared__ QmsShared qs;
@@ -291,23 +298,37 @@ struct QmsSplitScratch {
   int64_t* fail_rows;
   u64* survivors;     // [rows][cap] words (above kWarpFinishMax: keys, then columns; see below)
   int cap;
-  int narrow;         // columns kept as 16 bits
 };
 
 // Above kWarpFinishMax a row's survivors are kept as two arrays, keys then columns (the bucket
-// finish's first passes read only the keys, four a load; the columns in 16 bits when `narrow`);
-// at and below it as words.
+// finish's first passes read only the keys, four a load; the columns in 16 bits on rows of up to
+// 65536 columns, SurvivorColsNarrow); at and below it as words.
 __device__ __forceinline__ unsigned* SurvivorKeys(const QmsSplitScratch& s, int64_t lr) {
   return reinterpret_cast<unsigned*>(s.survivors + lr * s.cap);
 }
 __device__ __forceinline__ unsigned* SurvivorCols(const QmsSplitScratch& s, int64_t lr) {
   return SurvivorKeys(s, lr) + s.cap;
 }
+// Rows of up to 65536 columns keep their survivors' columns in 16 bits: 1-3 % off the time at
+// k = 512-2048 on 8192 rows of 8192-65536 columns (H200, bench/results/select.md "Survivor
+// columns in 16 bits").
+__host__ __device__ __forceinline__ bool SurvivorColsNarrow(int64_t cols) { return cols <= 65536; }
+// Stores survivor i of a row above kWarpFinishMax: its key and its column.
+__device__ __forceinline__ void StoreSurvivor(unsigned* keys, unsigned* cols, bool narrow, int i,
+                                              u64 w) {
+  keys[i] = static_cast<unsigned>(w >> 32);
+  if (narrow) {
+    reinterpret_cast<uint16_t*>(cols)[i] = static_cast<uint16_t>(w);
+  } else {
+    cols[i] = static_cast<unsigned>(w);
+  }
+}
 
-// Sample loads that ask L2 to keep their lines (an evict-last policy, made once): the filter reads the same lines again
-// with its streaming (evict-first) loads, and on rows of up to 32768 columns the 8192 rows'
-// samples (32 MiB) then mostly come from L2 instead of DRAM: 1-3 % off the time at k = 64-1024 on
-// an H100 (bench/results/select.md "Sample kept in L2, merge-path finish sort").
+// Sample loads that ask L2 to keep their lines (an evict-last policy, made once): the filter
+// reads the same lines again with its streaming (evict-first) loads, and on rows of up to 32768
+// columns the 8192 rows' samples (32 MiB) then mostly come from L2 instead of DRAM: 1-3 % off the
+// time at k = 64-1024 on an H100 (bench/results/select.md "Sample kept in L2, merge-path finish
+// sort").
 __device__ __forceinline__ uint64_t L2EvictLastPolicy() {
   uint64_t pol = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -406,11 +427,11 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int
   // radix round and gather): one load per word in turn measured 1 % slower.
   const u64* src = s.survivors + lr * s.cap;
   WarpSelectSorted<KB, 8, kRegs>(n, a.k, [&](int i) { return __ldcg(src + i); }, qs, out);
-  // The survivors are read for the last time: their L2 lines are dropped rather than written back
-  // to DRAM (the list ends inside the row's own cap x 8 bytes, whole lines). About half of them were
-  // still in L2: -2.5 to -4.6 % at k = 64-256 from 8192 to 65536 columns and -1.8 to -2.6 % on the
-  // long rows on an H100, -2.2 to +0.3 % on an H200 (bench/results/select.md "Survivors dropped
-  // from L2").
+  // The survivors are read for the last time: their L2 lines are dropped rather than written
+  // back to DRAM (the list ends inside the row's own cap x 8 bytes, whole lines). About half of
+  // them were still in L2: -2.5 to -4.6 % at k = 64-256 from 8192 to 65536 columns and -1.8 to
+  // -2.6 % on the long rows on an H100, -2.2 to +0.3 % on an H200 (bench/results/select.md
+  // "Survivors dropped from L2").
   __syncwarp();
   DiscardL2(src, int64_t{n} * 8, lane, 32);
   WriteRow<32, WarpSortedRun<KB, kRegs>()>(a, row0 + lr, out, lane);
@@ -449,6 +470,7 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
   WaitPrimaryGrid();  // the pivots and cleared counters
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   float* stage = stage_all[warp];
+  const bool narrow = SurvivorColsNarrow(a.cols);  // above kWarpFinishMax
   const int gpr = (ppr + kGroup - 1) / kGroup;
   const int groups = rows * gpr;
   int g = 0;
@@ -520,13 +542,7 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
           for (int q = pos - first; bits; ++q) pack[q] = next_word();
           __syncwarp();
           for (int i = lane; i < total && first + i < s.cap; i += 32) {
-            const u64 w = pack[i];
-            out_keys[first + i] = static_cast<unsigned>(w >> 32);
-            if (s.narrow) {
-              reinterpret_cast<uint16_t*>(out_cols)[first + i] = static_cast<uint16_t>(w);
-            } else {
-              out_cols[first + i] = static_cast<unsigned>(w);
-            }
+            StoreSurvivor(out_keys, out_cols, narrow, first + i, pack[i]);
           }
           __syncwarp();  // the pack is reused by the next piece
           continue;
@@ -538,12 +554,7 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
         if constexpr (kFinish) {
           out[pos] = w;
         } else {
-          out_keys[pos] = static_cast<unsigned>(w >> 32);
-          if (s.narrow) {
-            reinterpret_cast<uint16_t*>(out_cols)[pos] = static_cast<uint16_t>(w);
-          } else {
-            out_cols[pos] = static_cast<unsigned>(w);
-          }
+          StoreSurvivor(out_keys, out_cols, narrow, pos, w);
         }
       }
     }
@@ -602,10 +613,11 @@ __global__ void __launch_bounds__(QmsBucketFinishConfig<KB>::kThreads)
   if (!done && threadIdx.x == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row0 + lr;
 }
 
-// The finish kernel for survivor columns of 16 bits (narrow) or 32.
+// The finish kernel for the survivor columns of rows of `cols` columns (16 or 32 bits).
 template <int KB>
-auto QmsBucketFinishFor(bool narrow) {
-  return narrow ? QmsBucketFinishKernel<KB, uint16_t> : QmsBucketFinishKernel<KB, unsigned>;
+auto QmsBucketFinishFor(int64_t cols) {
+  return SurvivorColsNarrow(cols) ? QmsBucketFinishKernel<KB, uint16_t>
+                                  : QmsBucketFinishKernel<KB, unsigned>;
 }
 
 // Whether the row-parallel path suits the shape (QmsRowParallelFits) and the launch.
@@ -634,12 +646,8 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   auto list = QuickMultiSelectListKernel<KB, T, U, D>;
   PrepareSharedMemory(list, C::kShared, a);
   using BF = QmsBucketFinishConfig<KB>;
-  // Above kWarpFinishMax, rows of up to 65536 columns keep their survivors' columns in 16 bits:
-  // 1-3 % off the time at k = 512-2048 on 8192 rows of 8192-65536 columns (H200,
-  // bench/results/select.md "Survivor columns in 16 bits").
-  const bool narrow = KB > kWarpFinishMax && a.cols <= 65536;
   if constexpr (KB > kWarpFinishMax) {
-    PrepareSharedMemory(QmsBucketFinishFor<KB>(narrow), BF::kShared, a);
+    PrepareSharedMemory(QmsBucketFinishFor<KB>(a.cols), BF::kShared, a);
   }
   const int64_t ppr = (a.cols + kFilterPiece - 1) / kFilterPiece;
   const int cap = QmsSplitCap(a.cols, a.k);
@@ -656,9 +664,9 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   s.fail_rows = reinterpret_cast<int64_t*>(ws + b_piv + b_cnt);
   s.survivors = reinterpret_cast<u64*>(ws + b_piv + b_cnt + b_fail);
   s.cap = cap;
-  s.narrow = narrow;
   // 32 runs of sample / 32 words a row.
-  auto pivot = QmsSplitSample(a.cols, a.k) == 1024 ? QmsWarpPivotKernel<32> : QmsWarpPivotKernel<64>;
+  auto pivot =
+      QmsSplitSample(a.cols, a.k) == 1024 ? QmsWarpPivotKernel<32> : QmsWarpPivotKernel<64>;
   const int sms = a.sms;
   for (int64_t row0 = 0; row0 < a.rows; row0 += batch) {
     const int64_t n = std::min(batch, a.rows - row0);
@@ -675,7 +683,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
     LaunchDependent(QmsFilterKernel<kFilterVec, KB>, fgrid, 256, 0, a.stream, a, row0,
                     static_cast<int>(n), static_cast<int>(ppr), s);
     if constexpr (KB > kWarpFinishMax) {
-      LaunchDependent(QmsBucketFinishFor<KB>(narrow), n, BF::kThreads, BF::kShared, a.stream, a,
+      LaunchDependent(QmsBucketFinishFor<KB>(a.cols), n, BF::kThreads, BF::kShared, a.stream, a,
                       row0, s);
     }
     const int64_t grid = std::min<int64_t>(n, static_cast<int64_t>(sms) * (KB >= 1024 ? 2 : 3));
