@@ -448,6 +448,8 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int
 // k = 256 anything that takes warps from the stream costs most; one counter update per group
 // instead of per piece made no difference.)
 constexpr int kGroup = 4;
+constexpr int kFilterSlots = 768;  // survivors of a piece a warp stores together
+static_assert(kFilterSlots * 2 <= sizeof(QmsShared), "the slots share the warp's finish state");
 constexpr int kStretch = 16;    // groups of a row taken in turn on long rows
 constexpr int kTileRows = 256;  // rows whose stretches alternate
 
@@ -463,9 +465,12 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
   static_assert(WarpSortedWords<KB, kSortInRegisters>() * 8 <= kFilterPiece * 4 || !kFinish,
                 "the finish reuses the warp's stage");
   __shared__ __align__(16) float stage_all[8][kFilterPiece];
-  __shared__ QmsShared qs_all[kFinish ? 8 : 1];
-  constexpr int kPack = kFinish ? 1 : 192;  // words a warp packs before storing them
-  __shared__ u64 pack_all[8][kPack];
+  // A warp's survivor slots (positions in its stage) while it filters; its finish state after.
+  union WarpSlots {
+    QmsShared qs;
+    uint16_t idx[kFilterSlots];
+  };
+  __shared__ WarpSlots slots_all[8];
   AllowDependentGrid();
   WaitPrimaryGrid();  // the pivots and cleared counters
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
@@ -507,54 +512,79 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
     const float* rp = a.distances + (row0 + lr) * a.row_stride;
     const bool vec = (reinterpret_cast<uintptr_t>(rp) & 15u) == 0;
     const u64 thr = s.pivots[lr];
+    const float thr_f = KeyToFloat(static_cast<unsigned>(thr >> 32));
+    const bool whole = vec && static_cast<unsigned>(thr >> 32) != 0xffffffffu;
     u64* out = s.survivors + static_cast<int64_t>(lr) * s.cap;
     unsigned* out_keys = SurvivorKeys(s, lr);  // above kWarpFinishMax
     unsigned* out_cols = SurvivorCols(s, lr);
     for (int p = p0; p < p1; ++p) {
       const int64_t base = static_cast<int64_t>(p) * kFilterPiece;
       float4 v[U];
-      LoadChunk<32, U>(rp, a.cols, base, vec, v, lane);
-      unsigned bits = CandidateBits<32, U>(v, base, a.cols, vec, thr, lane);
+      unsigned bits;
+      if (whole && base + kFilterPiece <= a.cols) {
+        // A whole piece of an aligned row under a finite threshold: no bounds, one float
+        // compare an element.
+        const float4* q = reinterpret_cast<const float4*>(rp + base) + lane;
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = __ldcs(q + u * 32);
+        bits = ValueLeBits(v, thr_f);
+      } else {
+        LoadChunk<32, U>(rp, a.cols, base, vec, v, lane);
+        bits = CandidateBits<32, U>(v, base, a.cols, vec, thr, lane);
+      }
       if (!__any_sync(kFullMask, bits != 0)) continue;
       // Slots for the warp's candidates: an inclusive scan of the per-lane counts, one atomic.
+      // (Its answer waited for only when the words are stored measured no faster.)
       const int cnt = __popc(bits);
-      int pos = WarpAppendSlots(cnt, &s.count[lr]);
-      // The candidates' values are picked from the warp's copy of the piece in shared memory
-      // (one load each) rather than out of the registers by a chain of selects.
+      const int pos = WarpAppendSlots(cnt, &s.count[lr]);
+      const int first = __shfl_sync(kFullMask, pos, 0);
+      const int total = __shfl_sync(kFullMask, pos + cnt, 31) - first;
       if (bits) {
 #pragma unroll
         for (int u = 0; u < U; ++u) *reinterpret_cast<float4*>(stage + u * 128 + lane * 4) = v[u];
       }
-      auto next_word = [&] {
+      // The survivors are written by the warp together, lane i taking the warp's survivors i,
+      // i + 32, ...: each lane first notes its candidates' places in the stage (one shared store
+      // each), then the words are built from the stage and stored contiguously. Built by each
+      // lane from its own candidates, a word costs about 39 instructions and the warp waits for
+      // the lane with the most (3.8 a piece against 1.2 on average at k = 128 on 8192 columns).
+      // With the whole-piece loads above: -2 / -6 / -8 % at k = 64 / 128 / 256 on 8192 columns,
+      // -1 to -4 % on 16384 on an H100; above k = 256 as fast as the words packed in shared
+      // memory by each lane first (bench/results/select.md "Survivors stored together").
+      if (total <= kFilterSlots) {
+        uint16_t* idx = slots_all[warp].idx;
+        for (int q = pos - first; bits; ++q) {
+          const int j = __ffs(bits) - 1;
+          bits &= bits - 1;
+          idx[q] = static_cast<uint16_t>((j >> 2) * 128 + lane * 4 + (j & 3));
+        }
+        __syncwarp();
+        for (int i = lane; i < total; i += 32) {
+          const int at = idx[i];
+          // Stage position `at` holds element at & 3 of float4 at >> 7 of lane (at >> 2) & 31.
+          const int off = vec ? at : ChunkOffset<32>(false, at >> 7, at & 3, (at >> 2) & 31);
+          const u64 w = Pack(FloatKey(stage[at]), base + off);
+          if (first + i >= s.cap) break;
+          if constexpr (kFinish) {
+            out[first + i] = w;
+          } else {
+            StoreSurvivor(out_keys, out_cols, narrow, first + i, w);
+          }
+        }
+        __syncwarp();  // the slots and the stage are reused by the next piece
+        continue;
+      }
+      // More candidates than slots: each lane stores its own, picked from the stage.
+      for (int at_pos = pos; bits; ++at_pos) {
         const int j = __ffs(bits) - 1;
         bits &= bits - 1;
+        if (at_pos >= s.cap) continue;
         const int off = ChunkOffset<32>(vec, j >> 2, j & 3, lane);
-        return Pack(FloatKey(stage[(j >> 2) * 128 + lane * 4 + (j & 3)]), base + off);
-      };
-      if constexpr (!kFinish) {
-        // Many survivors (about one word in six at k = 1024 on 8192 columns): the warp's words
-        // are packed in shared memory, then stored contiguously, instead of one store per word
-        // scattered over each lane's own slots.
-        const int first = __shfl_sync(kFullMask, pos, 0);
-        const int total = __shfl_sync(kFullMask, pos + cnt, 31) - first;
-        if (total <= kPack) {
-          u64* pack = pack_all[warp];
-          for (int q = pos - first; bits; ++q) pack[q] = next_word();
-          __syncwarp();
-          for (int i = lane; i < total && first + i < s.cap; i += 32) {
-            StoreSurvivor(out_keys, out_cols, narrow, first + i, pack[i]);
-          }
-          __syncwarp();  // the pack is reused by the next piece
-          continue;
-        }
-      }
-      for (; bits; ++pos) {
-        const u64 w = next_word();
-        if (pos >= s.cap) continue;
+        const u64 w = Pack(FloatKey(stage[(j >> 2) * 128 + lane * 4 + (j & 3)]), base + off);
         if constexpr (kFinish) {
-          out[pos] = w;
+          out[at_pos] = w;
         } else {
-          StoreSurvivor(out_keys, out_cols, narrow, pos, w);
+          StoreSurvivor(out_keys, out_cols, narrow, at_pos, w);
         }
       }
     }
@@ -570,7 +600,7 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
         FenceAcqRelGpu();
         const int n = __ldcg(&s.count[lr]);
         __syncwarp();  // the stage is reused as the finish's buffer
-        WarpFinishRow<KB, kSortInRegisters>(a, row0, lr, n, qs_all[warp],
+        WarpFinishRow<KB, kSortInRegisters>(a, row0, lr, n, slots_all[warp].qs,
                                             reinterpret_cast<u64*>(stage), s);
         __syncwarp();
       }

@@ -58,6 +58,21 @@ __device__ __forceinline__ int ChunkOffset(bool vec, int u, int e, int tid) {
   return vec ? (u * T + tid) * 4 + e : (u * 4 + e) * T + tid;
 }
 
+// Bit 4u + e set where element e of float4 u is <= thr_f (see CandidateBits).
+template <int U>
+__device__ __forceinline__ unsigned ValueLeBits(const float4 (&cur)[U], float thr_f) {
+  static_assert(4 * U <= 32, "one bit per element");
+  unsigned bits = 0;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    bits |= (cur[u].x <= thr_f ? 1u : 0u) << (u * 4);
+    bits |= (cur[u].y <= thr_f ? 1u : 0u) << (u * 4 + 1);
+    bits |= (cur[u].z <= thr_f ? 1u : 0u) << (u * 4 + 2);
+    bits |= (cur[u].w <= thr_f ? 1u : 0u) << (u * 4 + 3);
+  }
+  return bits;
+}
+
 // Marks this thread's candidates among its U float4 of the chunk at column `base` (bit 4u + e
 // for element e of float4 u). One float compare per element: for a threshold word (key, col)
 // with a finite or +inf value, value <= the threshold's value admits every word below the
@@ -73,14 +88,7 @@ __device__ __forceinline__ unsigned CandidateBits(const float4 (&cur)[U], int64_
   const unsigned thr_key = static_cast<unsigned>(thr >> 32);
   unsigned bits = 0;
   if (thr_key != 0xffffffffu) {
-    const float thr_f = KeyToFloat(thr_key);
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      bits |= (cur[u].x <= thr_f ? 1u : 0u) << (u * 4);
-      bits |= (cur[u].y <= thr_f ? 1u : 0u) << (u * 4 + 1);
-      bits |= (cur[u].z <= thr_f ? 1u : 0u) << (u * 4 + 2);
-      bits |= (cur[u].w <= thr_f ? 1u : 0u) << (u * 4 + 3);
-    }
+    bits = ValueLeBits(cur, KeyToFloat(thr_key));
   } else {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
