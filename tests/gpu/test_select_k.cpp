@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -46,9 +47,12 @@ uint32_t Bits(float v) {
 // kCrowded: every other row random, the others random but with every 16th column one of two
 // neighbouring floats next to 0.001, low in the row: hundreds of candidates crowd into one bucket
 // of the counting-sort finish, which refuses the row (it is selected again by the one-block path).
+// kNegNan: NaNs with the sign bit set (they order under -inf by their bits), a third of the
+// words on even rows (the sampled pivot is such a NaN) and one in fifty on odd rows, a few NaNs
+// of a clear sign bit besides.
 enum class Fill {
   kRandom, kDuplicates, kAllEqual, kInfNan, kSorted, kReverse, kNegative, kSampleTrap, kMixed,
-  kCrowded
+  kCrowded, kNegNan
 };
 
 struct Shape {
@@ -85,6 +89,7 @@ std::vector<float> MakeRows(const Shape& s, int64_t cols, int64_t stride, uint32
   std::uniform_real_distribution<float> uni(0.0f, 1.0f);
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float neg_nan = std::bit_cast<float>(0xffc00000u);
   std::vector<float> d(static_cast<size_t>(s.rows * stride), -12345.0f);
   for (int64_t r = 0; r < s.rows; ++r) {
     float* row = d.data() + r * stride;
@@ -102,6 +107,11 @@ std::vector<float> MakeRows(const Shape& s, int64_t cols, int64_t stride, uint32
         case Fill::kRandom: break;
         case Fill::kDuplicates: v = static_cast<float>(gen() % 7); break;
         case Fill::kAllEqual: v = 0.5f; break;
+        case Fill::kNegNan: {
+          const uint32_t p = gen() % 300;
+          v = p < (r % 2 == 0 ? 100u : 6u) ? neg_nan : p == 299 ? nan : v;
+          break;
+        }
         case Fill::kInfNan: {
           const uint32_t p = gen() % 10;
           v = p == 0 ? nan : p == 1 ? inf : p == 2 ? -inf : p == 3 ? -0.0f : p == 4 ? 0.0f : v;
@@ -229,6 +239,7 @@ const Shape kShapes[] = {
     // Survivors' columns are kept in 16 bits on rows of up to 65536 columns: one column more,
     // with the smallest values at the end of the row.
     {"reverse_65537", 4, 65537, Fill::kReverse},
+    {"neg_nan_8k", 16, 8192, Fill::kNegNan},
     // Longer rows, many of them, are selected row-parallel (pivot, split filter, hand-back of
     // failed rows): finished and handed-back rows in one launch.
     {"mixed_rows", 300, 20000, Fill::kMixed},

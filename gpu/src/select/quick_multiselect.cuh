@@ -371,6 +371,12 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
   // Load j takes kRunsPerLoad runs, kLanesPerRun lanes on each (whole runs per request).
   const int sub = lane / kLanesPerRun, quad = lane % kLanesPerRun;
   auto run = [&](int q) { return rp + static_cast<int64_t>(q) * (cols / 32) / 8 * 8; };
+  // The sample's keys need only the order of the values (OrderKey: the kernel's instructions
+  // 11.7 -> 9.8 M at 8192 x 8192; with FloatKey 0 to 1.5 % slower at 8192 and 16384 columns on an
+  // H100, bench/results/select_first_piece_ab_h100.txt). The pivot bounds
+  // the filter's float compare: a pivot under -0 admits +0 too, one above +inf everything, and a
+  // NaN pivot (a sample whose low ranks hold NaNs of a set sign bit) admits nothing, so the row
+  // is handed back to the one-block path.
   unsigned key[kRun];
   if ((reinterpret_cast<uintptr_t>(rp) & 15u) == 0) {  // runs start on multiples of 8 words
     const uint64_t keep = L2EvictLastPolicy();
@@ -378,16 +384,16 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
     for (int j = 0; j < kRun / 4; ++j) {
       const float4* q = reinterpret_cast<const float4*>(run(kRunsPerLoad * j + sub)) + quad;
       const float4 v = LdgEvictLast(q, keep);
-      key[4 * j] = FloatKey(v.x);
-      key[4 * j + 1] = FloatKey(v.y);
-      key[4 * j + 2] = FloatKey(v.z);
-      key[4 * j + 3] = FloatKey(v.w);
+      key[4 * j] = OrderKey(v.x);
+      key[4 * j + 1] = OrderKey(v.y);
+      key[4 * j + 2] = OrderKey(v.z);
+      key[4 * j + 3] = OrderKey(v.w);
     }
   } else {
 #pragma unroll
     for (int j = 0; j < kRun; ++j) {
       const int w = j * 32 + lane;  // of the 32 * kRun sample words
-      key[j] = FloatKey(__ldg(run(w / kRun) + w % kRun));
+      key[j] = OrderKey(__ldg(run(w / kRun) + w % kRun));
     }
   }
   unsigned pivot_key = BlockRadixSelect<32>(
@@ -472,19 +478,13 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
   };
   __shared__ WarpSlots slots_all[8];
   AllowDependentGrid();
-  WaitPrimaryGrid();  // the pivots and cleared counters
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   float* stage = stage_all[warp];
   const bool narrow = SurvivorColsNarrow(a.cols);  // above kWarpFinishMax
   const int gpr = (ppr + kGroup - 1) / kGroup;
   const int groups = rows * gpr;
-  int g = 0;
-  if (lane == 0) g = atomicAdd(s.ticket, 1);
-  g = __shfl_sync(kFullMask, g, 0);
-  while (g < groups) {
-    int g_next = 0;
-    if (lane == 0) g_next = atomicAdd(s.ticket, 1);  // in flight while this group is filtered
-    int lr, gi;
+  // Group g: group gi of row lr.
+  auto place = [&](int g, int& lr, int& gi) {
     if (gpr <= kStretch) {  // row after row
       lr = g / gpr;
       gi = g - lr * gpr;
@@ -507,6 +507,28 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
         gi = full * kStretch + r2 % last;
       }
     }
+  };
+  // A warp's first group is its own (the warps' index), the others come from the ticket counter
+  // (offset by the warps launched), which the pivot kernel clears: so the first piece is brought
+  // into L2 before the pivots are waited for, while the pivot kernel's last blocks drain. Waiting
+  // first measured 0.2-1.6 % slower (H100, bench/results/select_first_piece_ab_h100.txt).
+  const int warps = static_cast<int>(gridDim.x) * 8;
+  int g = static_cast<int>(blockIdx.x) * 8 + warp;
+  if (g < groups && lane == 0) {
+    int lr, gi;
+    place(g, lr, gi);
+    const float* rp = a.distances + (row0 + lr) * a.row_stride;
+    const int64_t base = static_cast<int64_t>(gi) * kGroup * kFilterPiece;
+    if ((reinterpret_cast<uintptr_t>(rp) & 15u) == 0 && base + kFilterPiece <= a.cols) {
+      PrefetchL2(rp + base, kFilterPiece * 4);
+    }
+  }
+  WaitPrimaryGrid();  // the pivots and cleared counters
+  while (g < groups) {
+    int g_next = 0;
+    if (lane == 0) g_next = atomicAdd(s.ticket, 1) + warps;  // in flight while g is filtered
+    int lr, gi;
+    place(g, lr, gi);
     const int p0 = gi * kGroup;
     const int p1 = min(p0 + kGroup, ppr);
     const float* rp = a.distances + (row0 + lr) * a.row_stride;

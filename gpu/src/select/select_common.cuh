@@ -80,6 +80,13 @@ __host__ __device__ inline unsigned FloatKey(float v) {
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
+// FloatKey without the NaN and -0 cases: the same order for every other value, -0 just under +0,
+// NaNs of a set sign bit under -inf and the others above +inf.
+__device__ __forceinline__ unsigned OrderKey(float v) {
+  const unsigned u = __float_as_uint(v);
+  return u ^ (static_cast<unsigned>(static_cast<int>(u) >> 31) | 0x80000000u);
+}
+
 __host__ __device__ inline float KeyToFloat(unsigned key) {
   unsigned u;
   if (key == 0xffffffffu) {
@@ -344,6 +351,14 @@ __device__ inline void DiscardL2(const void* p, int64_t bytes, int t, int nt) {
   }
 #endif
 }
+// Asks L2 to fetch `bytes` (a multiple of 16) from p (16-byte aligned) by one bulk prefetch; the
+// caller goes on at once. A no-op before sm_90.
+__device__ inline void PrefetchL2(const void* p, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#endif
+}
+
 __device__ inline void AllowDependentGrid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" :::);
