@@ -371,12 +371,12 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
   // Load j takes kRunsPerLoad runs, kLanesPerRun lanes on each (whole runs per request).
   const int sub = lane / kLanesPerRun, quad = lane % kLanesPerRun;
   auto run = [&](int q) { return rp + static_cast<int64_t>(q) * (cols / 32) / 8 * 8; };
-  // The sample's keys need only the order of the values (OrderKey: the kernel's instructions
-  // 11.7 -> 9.8 M at 8192 x 8192; with FloatKey 0 to 1.5 % slower at 8192 and 16384 columns on an
-  // H100, bench/results/select_first_piece_ab_h100.txt). The pivot bounds
-  // the filter's float compare: a pivot under -0 admits +0 too, one above +inf everything, and a
-  // NaN pivot (a sample whose low ranks hold NaNs of a set sign bit) admits nothing, so the row
-  // is handed back to the one-block path.
+  // The sample's keys need only the order of the values (OrderKey: 11.3 -> 9.4 M instructions,
+  // 24.1 -> 20.7 us at 8192 x 8192, k = 64; with FloatKey the select 0.8-3.2 % slower on 8192
+  // columns, 1.0-1.8 % on 16384, H100, bench/results/select_first_piece_ab_h100.txt). The pivot
+  // bounds the filter's float compare: a pivot under -0 admits +0 too, one above +inf everything,
+  // and a NaN pivot (a sample whose low ranks hold NaNs of a set sign bit) admits nothing, so the
+  // row is handed back to the one-block path.
   unsigned key[kRun];
   if ((reinterpret_cast<uintptr_t>(rp) & 15u) == 0) {  // runs start on multiples of 8 words
     const uint64_t keep = L2EvictLastPolicy();
@@ -511,7 +511,8 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
   // A warp's first group is its own (the warps' index), the others come from the ticket counter
   // (offset by the warps launched), which the pivot kernel clears: so the first piece is brought
   // into L2 before the pivots are waited for, while the pivot kernel's last blocks drain. Waiting
-  // first measured 0.2-1.6 % slower (H100, bench/results/select_first_piece_ab_h100.txt).
+  // first measured 0.8-2.2 % slower on 8192-32768 columns (H100, bench/results/select.md
+  // "Survivors stored together, first piece early").
   const int warps = static_cast<int>(gridDim.x) * 8;
   int g = static_cast<int>(blockIdx.x) * 8 + warp;
   if (g < groups && lane == 0) {
@@ -572,7 +573,8 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
       // the lane with the most (3.8 a piece against 1.2 on average at k = 128 on 8192 columns).
       // With the whole-piece loads above: -2 / -6 / -8 % at k = 64 / 128 / 256 on 8192 columns,
       // -1 to -4 % on 16384 on an H100; above k = 256 as fast as the words packed in shared
-      // memory by each lane first (bench/results/select.md "Survivors stored together").
+      // memory by each lane first (bench/results/select.md "Survivors stored together, first piece
+      // early").
       if (total <= kFilterSlots) {
         uint16_t* idx = slots_all[warp].idx;
         for (int q = pos - first; bits; ++q) {
