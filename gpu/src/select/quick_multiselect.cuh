@@ -298,6 +298,7 @@ struct QmsSplitScratch {
   int64_t* fail_rows;
   u64* survivors;     // [rows][cap] words (above kWarpFinishMax: keys, then columns; see below)
   int cap;
+  int group;  // pieces a warp filters in one go (a group)
 };
 
 // Above kWarpFinishMax a row's survivors are kept as two arrays, keys then columns (the bucket
@@ -445,15 +446,20 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int
 
 // Rows row0 .. row0 + rows - 1 (segments == 1), cut into `ppr` pieces of kFilterPiece columns
 // filtered by one warp each (each lane loads kFilterVec float4 at once; the warps of a full SM
-// keep enough loads in flight). Warps take groups of kGroup pieces of a row from a ticket
-// counter. For KB <= kWarpFinishMax the warp that completes a row's last group (a counter per
-// row) also finishes the row (WarpFinishRow), while the other warps keep streaming; a warp busy
-// finishing simply takes fewer groups. (Measured slower, bench/results/select.md: requesting a
-// warp's next piece before filtering the current one; pieces brought in by bulk copies with fewer,
-// deeper-staged warps; each row's pivot computed in here by the warp opening an earlier row. At
-// k = 256 anything that takes warps from the stream costs most; one counter update per group
-// instead of per piece made no difference.)
+// keep enough loads in flight). Warps take groups of s.group pieces of a row (kGroup, or the
+// whole row, below) from a ticket counter. For KB <= kWarpFinishMax the warp that completes a
+// row's last group (a counter per row) also finishes the row (WarpFinishRow), while the other
+// warps keep streaming; a warp busy finishing simply takes fewer groups. (Measured slower,
+// bench/results/select.md: requesting a warp's next piece before filtering the current one;
+// pieces brought in by bulk copies with fewer, deeper-staged warps; each row's pivot computed in
+// here by the warp opening an earlier row. At k = 256 anything that takes warps from the stream
+// costs most; one counter update per group instead of per piece made no difference.)
 constexpr int kGroup = 4;
+// Rows of up to kWholeRowPieces pieces (8192 columns) are one group each for k <= 256: the warp
+// that filters a row finishes it, with no hand-off (fence, counter) between warps. H100, 8192
+// columns: -2.5 / -0.7 % at k = 256 / 128; for k > 256 (no finish in the filter) +3.2 %
+// (bench/results/select.md "Survivors stored together, first piece early").
+constexpr int kWholeRowPieces = 8;
 constexpr int kFilterSlots = 768;  // survivors of a piece a warp stores together
 static_assert(kFilterSlots * 2 <= sizeof(QmsShared), "the slots share the warp's finish state");
 constexpr int kStretch = 16;    // groups of a row taken in turn on long rows
@@ -481,7 +487,8 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   float* stage = stage_all[warp];
   const bool narrow = SurvivorColsNarrow(a.cols);  // above kWarpFinishMax
-  const int gpr = (ppr + kGroup - 1) / kGroup;
+  const int group = s.group;
+  const int gpr = (ppr + group - 1) / group;
   const int groups = rows * gpr;
   // Group g: group gi of row lr.
   auto place = [&](int g, int& lr, int& gi) {
@@ -519,7 +526,7 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
     int lr, gi;
     place(g, lr, gi);
     const float* rp = a.distances + (row0 + lr) * a.row_stride;
-    const int64_t base = static_cast<int64_t>(gi) * kGroup * kFilterPiece;
+    const int64_t base = static_cast<int64_t>(gi) * group * kFilterPiece;
     if ((reinterpret_cast<uintptr_t>(rp) & 15u) == 0 && base + kFilterPiece <= a.cols) {
       PrefetchL2(rp + base, kFilterPiece * 4);
     }
@@ -530,8 +537,8 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
     if (lane == 0) g_next = atomicAdd(s.ticket, 1) + warps;  // in flight while g is filtered
     int lr, gi;
     place(g, lr, gi);
-    const int p0 = gi * kGroup;
-    const int p1 = min(p0 + kGroup, ppr);
+    const int p0 = gi * group;
+    const int p1 = min(p0 + group, ppr);
     const float* rp = a.distances + (row0 + lr) * a.row_stride;
     const bool vec = (reinterpret_cast<uintptr_t>(rp) & 15u) == 0;
     const u64 thr = s.pivots[lr];
@@ -615,13 +622,13 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
     if constexpr (kFinish) {
       // Publish this group's survivors, then count the group; the row's last group finishes it.
       __syncwarp();
-      int last = 0;
-      if (lane == 0) {
+      int last = gpr == 1;  // a row of one group is the warp's own: no hand-off
+      if (lane == 0 && gpr > 1) {
         FenceAcqRelGpu();
         last = atomicAdd(&s.done[lr], 1) == gpr - 1;
       }
       if (__shfl_sync(kFullMask, last, 0)) {
-        FenceAcqRelGpu();
+        if (gpr > 1) FenceAcqRelGpu();
         const int n = __ldcg(&s.count[lr]);
         __syncwarp();  // the stage is reused as the finish's buffer
         WarpFinishRow<KB, kSortInRegisters>(a, row0, lr, n, slots_all[warp].qs,
@@ -721,6 +728,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   // 32 runs of sample / 32 words a row.
   auto pivot =
       QmsSplitSample(a.cols, a.k) == 1024 ? QmsWarpPivotKernel<32> : QmsWarpPivotKernel<64>;
+  s.group = KB <= kWarpFinishMax && ppr <= kWholeRowPieces ? static_cast<int>(ppr) : kGroup;
   const int sms = a.sms;
   for (int64_t row0 = 0; row0 < a.rows; row0 += batch) {
     const int64_t n = std::min(batch, a.rows - row0);
@@ -732,7 +740,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
     FM_CUDA_CHECK_LAUNCH();
     // The launches that follow may start while the one before drains (each waits for its
     // predecessor's results first: programmatic dependent launch).
-    const int64_t groups = n * ((ppr + kGroup - 1) / kGroup);
+    const int64_t groups = n * ((ppr + s.group - 1) / s.group);
     const int64_t fgrid = std::min<int64_t>((groups + 7) / 8, static_cast<int64_t>(sms) * 4);
     LaunchDependent(QmsFilterKernel<kFilterVec, KB>, fgrid, 256, 0, a.stream, a, row0,
                     static_cast<int>(n), static_cast<int>(ppr), s);
