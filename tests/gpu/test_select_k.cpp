@@ -223,8 +223,8 @@ const Shape kShapes[] = {
     {"n65536", 12, 65536, Fill::kRandom},
     {"sample_trap", 3, 65536, Fill::kSampleTrap},
     // For k <= 32 quick multi-select holds rows of 2048 to 16384 columns whole in shared memory
-    // where the device's blocks keep enough of them in flight (on an H100 rows of 8192 and 16384
-    // columns: sampled pivot, one filtering pass, the whole row again when the pivot fails),
+    // where the device's blocks keep enough of them in flight (on an H100 rows of 8192 columns:
+    // sampled pivot, one filtering pass, the whole row again when the pivot fails),
     // otherwise and for larger k it takes them row-parallel: NaN/inf rows, sample traps,
     // misaligned rows with odd lengths, ties everywhere, and a mix in one launch.
     {"inf_nan_wide", 8, 8192, Fill::kInfNan, 1},

@@ -225,8 +225,13 @@ int QmsResidentBlocksPerSm(int shmem, const SelectArgs& a) {
 // the DRAM bandwidth. (Measured, bench/results/select.md "Row held in shared memory or row-
 // parallel": on an H100, 25 KB/us an SM, the resident path won with 5 rows of 32 KiB or 3 of
 // 64 KiB in flight and lost with 3 of 48 KiB, 5 of 16 KiB or 5 of 8 KiB; on an H200, 36 KB/us an
-// SM, it lost with 5 x 32 and 3 x 64 KiB.)
+// SM, it lost with 5 x 32 and 3 x 64 KiB.) Since the row-parallel path's survivors are stored
+// by the warp together and its first pieces are prefetched, three rows of 64 KiB (16384 columns)
+// lose as well on an H100 (k = 16 / 32: 3.3 / 5.4 % slower than row-parallel; 8192 columns, five
+// blocks: k = 1 3.4 % faster, k = 16 / 32 within the noise; bench/results/select.md "Survivors
+// stored together, first piece early"): the SM must also hold kResidentMinBlocks of them.
 constexpr double kResidentInFlightUs = 6.0;
+constexpr int kResidentMinBlocks = 4;
 
 // Whether the resident path takes the launch.
 template <int KB>
@@ -236,9 +241,10 @@ bool QmsResidentSuits(const SelectArgs& a) {
       shmem > a.max_shared_bytes) {
     return false;
   }
-  return static_cast<double>(QmsResidentBlocksPerSm<KB>(shmem, a)) *
-             static_cast<double>(a.cols) * 4.0 >=
-         kResidentInFlightUs * a.dram_bytes_per_us_sm;
+  const int per_sm = QmsResidentBlocksPerSm<KB>(shmem, a);
+  return per_sm >= kResidentMinBlocks &&
+         static_cast<double>(per_sm) * static_cast<double>(a.cols) * 4.0 >=
+             kResidentInFlightUs * a.dram_bytes_per_us_sm;
 }
 
 // One block per SM slot (as many as its shared memory allows), each taking every gridDim.x-th row.
