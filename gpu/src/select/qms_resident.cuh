@@ -20,6 +20,8 @@
 // 6 % but loses 8 % at 12288 columns, and k = 128 loses, so only k <= 32 comes here. Above, the
 // one-warp finish of a few hundred survivors is too long a chain for the three to five rows an
 // SM holds; a block-wide finish (measured too) costs more in barriers than the sample saves.
+// (Those gains were against the row-parallel path of then; against today's, 16384 columns lose:
+// see kResidentMinBlocks.)
 #pragma once
 
 #include <algorithm>
