@@ -298,7 +298,6 @@ struct QmsSplitScratch {
   int64_t* fail_rows;
   u64* survivors;     // [rows][cap] words (above kWarpFinishMax: keys, then columns; see below)
   int cap;
-  int group;  // pieces a warp filters in one go (a group)
 };
 
 // Above kWarpFinishMax a row's survivors are kept as two arrays, keys then columns (the bucket
@@ -446,8 +445,8 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int
 
 // Rows row0 .. row0 + rows - 1 (segments == 1), cut into `ppr` pieces of kFilterPiece columns
 // filtered by one warp each (each lane loads kFilterVec float4 at once; the warps of a full SM
-// keep enough loads in flight). Warps take groups of s.group pieces of a row (kGroup, or the
-// whole row, below) from a ticket counter. For KB <= kWarpFinishMax the warp that completes a
+// keep enough loads in flight). Warps take groups of pieces of a row (QmsFilterGroup: kGroup, or
+// the whole row) from a ticket counter. For KB <= kWarpFinishMax the warp that completes a
 // row's last group (a counter per row) also finishes the row (WarpFinishRow), while the other
 // warps keep streaming; a warp busy finishing simply takes fewer groups. (Measured slower,
 // bench/results/select.md: requesting a warp's next piece before filtering the current one;
@@ -460,6 +459,10 @@ constexpr int kGroup = 4;
 // columns: -2.5 / -0.7 % at k = 256 / 128; for k > 256 (no finish in the filter) +3.2 %
 // (bench/results/select.md "Survivors stored together, first piece early").
 constexpr int kWholeRowPieces = 8;
+// Pieces a warp filters in one go (a group) on rows of `ppr` pieces, for bucket KB.
+__host__ __device__ constexpr int QmsFilterGroup(int kb, int ppr) {
+  return kb <= kWarpFinishMax && ppr <= kWholeRowPieces ? ppr : kGroup;
+}
 constexpr int kFilterSlots = 768;  // survivors of a piece a warp stores together
 static_assert(kFilterSlots * 2 <= sizeof(QmsShared), "the slots share the warp's finish state");
 constexpr int kStretch = 16;    // groups of a row taken in turn on long rows
@@ -487,7 +490,7 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   float* stage = stage_all[warp];
   const bool narrow = SurvivorColsNarrow(a.cols);  // above kWarpFinishMax
-  const int group = s.group;
+  const int group = QmsFilterGroup(KB, ppr);
   const int gpr = (ppr + group - 1) / group;
   const int groups = rows * gpr;
   // Group g: group gi of row lr.
@@ -573,6 +576,20 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
 #pragma unroll
         for (int u = 0; u < U; ++u) *reinterpret_cast<float4*>(stage + u * 128 + lane * 4) = v[u];
       }
+      // Stage position of this lane's candidate bit j, the word at stage position `at` (element
+      // at & 3 of float4 at >> 7 of lane (at >> 2) & 31), stored to survivor slot `slot` of the row.
+      auto stage_pos = [&](int j) { return (j >> 2) * 128 + lane * 4 + (j & 3); };
+      auto word_at = [&](int at) {
+        const int off = vec ? at : ChunkOffset<32>(false, at >> 7, at & 3, (at >> 2) & 31);
+        return Pack(FloatKey(stage[at]), base + off);
+      };
+      auto store = [&](int slot, u64 w) {
+        if constexpr (kFinish) {
+          out[slot] = w;
+        } else {
+          StoreSurvivor(out_keys, out_cols, narrow, slot, w);
+        }
+      };
       // The survivors are written by the warp together, lane i taking the warp's survivors i,
       // i + 32, ...: each lane first notes its candidates' places in the stage (one shared store
       // each), then the words are built from the stage and stored contiguously. Built by each
@@ -587,20 +604,11 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
         for (int q = pos - first; bits; ++q) {
           const int j = __ffs(bits) - 1;
           bits &= bits - 1;
-          idx[q] = static_cast<uint16_t>((j >> 2) * 128 + lane * 4 + (j & 3));
+          idx[q] = static_cast<uint16_t>(stage_pos(j));
         }
         __syncwarp();
-        for (int i = lane; i < total; i += 32) {
-          const int at = idx[i];
-          // Stage position `at` holds element at & 3 of float4 at >> 7 of lane (at >> 2) & 31.
-          const int off = vec ? at : ChunkOffset<32>(false, at >> 7, at & 3, (at >> 2) & 31);
-          const u64 w = Pack(FloatKey(stage[at]), base + off);
-          if (first + i >= s.cap) break;
-          if constexpr (kFinish) {
-            out[first + i] = w;
-          } else {
-            StoreSurvivor(out_keys, out_cols, narrow, first + i, w);
-          }
+        for (int i = lane; i < total && first + i < s.cap; i += 32) {
+          store(first + i, word_at(idx[i]));
         }
         __syncwarp();  // the slots and the stage are reused by the next piece
         continue;
@@ -609,14 +617,7 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
       for (int at_pos = pos; bits; ++at_pos) {
         const int j = __ffs(bits) - 1;
         bits &= bits - 1;
-        if (at_pos >= s.cap) continue;
-        const int off = ChunkOffset<32>(vec, j >> 2, j & 3, lane);
-        const u64 w = Pack(FloatKey(stage[(j >> 2) * 128 + lane * 4 + (j & 3)]), base + off);
-        if constexpr (kFinish) {
-          out[at_pos] = w;
-        } else {
-          StoreSurvivor(out_keys, out_cols, narrow, at_pos, w);
-        }
+        if (at_pos < s.cap) store(at_pos, word_at(stage_pos(j)));
       }
     }
     if constexpr (kFinish) {
@@ -728,7 +729,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   // 32 runs of sample / 32 words a row.
   auto pivot =
       QmsSplitSample(a.cols, a.k) == 1024 ? QmsWarpPivotKernel<32> : QmsWarpPivotKernel<64>;
-  s.group = KB <= kWarpFinishMax && ppr <= kWholeRowPieces ? static_cast<int>(ppr) : kGroup;
+  const int group = QmsFilterGroup(KB, static_cast<int>(ppr));
   const int sms = a.sms;
   for (int64_t row0 = 0; row0 < a.rows; row0 += batch) {
     const int64_t n = std::min(batch, a.rows - row0);
@@ -740,7 +741,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
     FM_CUDA_CHECK_LAUNCH();
     // The launches that follow may start while the one before drains (each waits for its
     // predecessor's results first: programmatic dependent launch).
-    const int64_t groups = n * ((ppr + s.group - 1) / s.group);
+    const int64_t groups = n * ((ppr + group - 1) / group);
     const int64_t fgrid = std::min<int64_t>((groups + 7) / 8, static_cast<int64_t>(sms) * 4);
     LaunchDependent(QmsFilterKernel<kFilterVec, KB>, fgrid, 256, 0, a.stream, a, row0,
                     static_cast<int>(n), static_cast<int>(ppr), s);
