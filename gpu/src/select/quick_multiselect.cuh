@@ -576,8 +576,8 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
 #pragma unroll
         for (int u = 0; u < U; ++u) *reinterpret_cast<float4*>(stage + u * 128 + lane * 4) = v[u];
       }
-      // Stage position of this lane's candidate bit j, the word at stage position `at` (element
-      // at & 3 of float4 at >> 7 of lane (at >> 2) & 31), stored to survivor slot `slot` of the row.
+      // Stage position of this lane's candidate bit j; the word at stage position `at` (element
+      // at & 3 of float4 at >> 7 of lane (at >> 2) & 31); a word stored to survivor slot `slot`.
       auto stage_pos = [&](int j) { return (j >> 2) * 128 + lane * 4 + (j & 3); };
       auto word_at = [&](int at) {
         const int off = vec ? at : ChunkOffset<32>(false, at >> 7, at & 3, (at >> 2) & 31);
