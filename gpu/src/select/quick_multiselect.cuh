@@ -422,7 +422,7 @@ constexpr int kWarpFinishMax = 256;
 
 template <int KB, bool kRegs = (KB > kWarpSortInShared)>
 __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int n, QmsShared& qs,
-                              u64* out, const QmsSplitScratch& s) {
+                              u64* out, const QmsSplitScratch& s, KeyBounds bounds = {}) {
   static_assert(KB >= 32 && KB <= kWarpFinishMax, "warp finish bucket");
   const int lane = threadIdx.x & 31;
   if (n < a.k || n > s.cap) {
@@ -432,7 +432,8 @@ __device__ void WarpFinishRow(const SelectArgs& a, int64_t row0, int64_t lr, int
   // Eight words a lane in flight per pass over the survivors (they are read from L2 in each
   // radix round and gather): one load per word in turn measured 1 % slower.
   const u64* src = s.survivors + lr * s.cap;
-  WarpSelectSorted<KB, 8, kRegs>(n, a.k, [&](int i) { return __ldcg(src + i); }, qs, out);
+  WarpSelectSorted<KB, 8, kRegs>(
+      n, a.k, [&](int i) { return __ldcg(src + i); }, qs, out, bounds);
   // The survivors are read for the last time: their L2 lines are dropped rather than written
   // back to DRAM (the list ends inside the row's own cap x 8 bytes, whole lines). About half of
   // them were still in L2: -2.5 to -4.6 % at k = 64-256 from 8192 to 65536 columns and -1.8 to
@@ -548,6 +549,8 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
     const float thr_f = KeyToFloat(static_cast<unsigned>(thr >> 32));
     const bool whole = vec && static_cast<unsigned>(thr >> 32) != 0xffffffffu;
     u64* out = s.survivors + static_cast<int64_t>(lr) * s.cap;
+    // The smallest and largest key this lane stores (for a row the warp finishes alone).
+    unsigned key_lo = 0xffffffffu, key_hi = 0;
     unsigned* out_keys = SurvivorKeys(s, lr);  // above kWarpFinishMax
     unsigned* out_cols = SurvivorCols(s, lr);
     for (int p = p0; p < p1; ++p) {
@@ -586,6 +589,8 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
       auto store = [&](int slot, u64 w) {
         if constexpr (kFinish) {
           out[slot] = w;
+          key_lo = min(key_lo, static_cast<unsigned>(w >> 32));
+          key_hi = max(key_hi, static_cast<unsigned>(w >> 32));
         } else {
           StoreSurvivor(out_keys, out_cols, narrow, slot, w);
         }
@@ -631,9 +636,20 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
       if (__shfl_sync(kFullMask, last, 0)) {
         if (gpr > 1) FenceAcqRelGpu();
         const int n = __ldcg(&s.count[lr]);
+        // A row of one group: every survivor was stored by this warp, so their keys' range is
+        // known without a pass over them (H100, 8192 columns: -1.9 / -0.7 % at k = 256 / 128;
+        // bench/results/select_key_bounds_ab_h100.txt).
+        KeyBounds bounds;
+        if (gpr == 1) {
+          for (int o = 16; o > 0; o >>= 1) {
+            key_lo = min(key_lo, __shfl_xor_sync(kFullMask, key_lo, o));
+            key_hi = max(key_hi, __shfl_xor_sync(kFullMask, key_hi, o));
+          }
+          bounds = {key_lo, key_hi, true};
+        }
         __syncwarp();  // the stage is reused as the finish's buffer
         WarpFinishRow<KB, kSortInRegisters>(a, row0, lr, n, slots_all[warp].qs,
-                                            reinterpret_cast<u64*>(stage), s);
+                                            reinterpret_cast<u64*>(stage), s, bounds);
         __syncwarp();
       }
     }

@@ -70,6 +70,13 @@ __device__ __forceinline__ void WarpKeyRange(EachKey&& each_key, unsigned& mn, u
   }
 }
 
+// Bounds of the keys a warp selects from, when its caller already knows them (lo <= every key
+// <= hi, the same on every lane); otherwise the first pass over the keys finds them.
+struct KeyBounds {
+  unsigned lo = 0, hi = 0;
+  bool known = false;
+};
+
 // The radix bin of the key of rank r (0-based) among the 32-bit keys one warp presents (each_key
 // as in BlockRadixSelect below; qs is the warp's own): rounds of 256-bin histograms from the keys'
 // first differing bit down, the bin picked by shuffles, stopping after max_rounds rounds, once
@@ -78,10 +85,11 @@ __device__ __forceinline__ void WarpKeyRange(EachKey&& each_key, unsigned& mn, u
 // counted them) of which `rest` rank under rank r's (r - rest keys lie under the bin).
 template <typename EachKey>
 __device__ void WarpRadixBin(int r, int stop, int max_rounds, QmsShared& qs, EachKey&& each_key,
-                             unsigned& prefix, unsigned& mask, int& rest, int& count) {
+                             unsigned& prefix, unsigned& mask, int& rest, int& count,
+                             KeyBounds bounds = {}) {
   const int lane = threadIdx.x & 31;
-  unsigned mn, mx;
-  WarpKeyRange(each_key, mn, mx);
+  unsigned mn = bounds.lo, mx = bounds.hi;
+  if (!bounds.known) WarpKeyRange(each_key, mn, mx);
   rest = r;
   count = 0x7fffffff;
   if (mn == mx) {  // one key value (or none): it is every rank's key
@@ -353,7 +361,8 @@ __device__ __forceinline__ void WarpEachWord(int n, Load&& load, F&& f) {
 // Leaves the k smallest of the n words load(0 .. n-1) (load may be called several times for an
 // index) sorted ascending in out (this warp's shared memory, WarpSortedWords<KB>() words; word i
 // at WarpSortedSlot<KB>(i)), padded with kSentinel. k <= KB; one warp, qs its own. Every pass
-// over the words issues B loads a lane before using any (WarpEachWord).
+// over the words issues B loads a lane before using any (WarpEachWord); known bounds of the
+// words' keys spare the pass that finds them.
 // The rounds stop at a bin of at most 32 words (WarpRadixBin): one pass then gathers the words
 // under it and the bin's own, and a 32-lane sort of the bin picks the last of the k. Against
 // rounds down to the exact k-th key, a gather and, for a tied k-th key, a select over its
@@ -361,7 +370,8 @@ __device__ __forceinline__ void WarpEachWord(int n, Load&& load, F&& f) {
 // an H100 at every k from 32 to 1024 (bench/results/select.md "Radix rounds stopped at a bin of
 // 32 words").
 template <int KB, int B, bool kRegs = (KB > kWarpSortInShared), typename Load>
-__device__ void WarpSelectSorted(int n, int k, Load&& load, QmsShared& qs, u64* out) {
+__device__ void WarpSelectSorted(int n, int k, Load&& load, QmsShared& qs, u64* out,
+                                 KeyBounds bounds = {}) {
   static_assert(KB >= 32 && KB <= 1024, "KB / 32 words a lane, in registers");
   auto each_word = [&](auto&& f) { WarpEachWord<B>(n, load, f); };
   auto each_key = [&](auto&& f) {
@@ -378,7 +388,7 @@ __device__ void WarpSelectSorted(int n, int k, Load&& load, QmsShared& qs, u64* 
     const unsigned lt = LaneMaskLt();
     unsigned prefix, mask;
     int rest, count;
-    WarpRadixBin(k - 1, 32, 4, qs, each_key, prefix, mask, rest, count);
+    WarpRadixBin(k - 1, 32, 4, qs, each_key, prefix, mask, rest, count, bounds);
     if (count <= 32) {
       // One more pass: the words under the bin go to out (in any order), the bin's to
       // bin_words; sorted by (key, column) there, the first rest + 1 complete the k, the words
