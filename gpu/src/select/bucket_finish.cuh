@@ -89,24 +89,37 @@ __device__ __forceinline__ void WriteRanked(const SelectArgs& a, int64_t row, co
   }
 }
 
-// Columns 4j .. 4j + 3 of a column array of 32- or 16-bit entries (16-byte / 8-byte aligned).
-__device__ __forceinline__ uint4 LoadCols4(const unsigned* cols, int j) {
-  return __ldcg(reinterpret_cast<const uint4*>(cols) + j);
+// A load of the candidates: through L2 (__ldcg) from global memory, or from shared memory.
+template <bool kShared, typename V>
+__device__ __forceinline__ V LoadCand(const V* p) {
+  if constexpr (kShared) {
+    return *p;
+  } else {
+    return __ldcg(p);
+  }
 }
+
+// Columns 4j .. 4j + 3 of a column array of 32- or 16-bit entries (16-byte / 8-byte aligned).
+template <bool kShared>
+__device__ __forceinline__ uint4 LoadCols4(const unsigned* cols, int j) {
+  return LoadCand<kShared>(reinterpret_cast<const uint4*>(cols) + j);
+}
+template <bool kShared>
 __device__ __forceinline__ uint4 LoadCols4(const uint16_t* cols, int j) {
-  const uint2 v = __ldcg(reinterpret_cast<const uint2*>(cols) + j);
+  const uint2 v = LoadCand<kShared>(reinterpret_cast<const uint2*>(cols) + j);
   return make_uint4(v.x & 0xffffu, v.x >> 16, v.y & 0xffffu, v.y >> 16);
 }
 
 // Finishes launch row `row` from its n >= k candidates, keys[i] / cols[i] (columns of the row,
-// below a.cols, in 32 or 16 bits; the keys 16-byte aligned, the columns 16 / 8, in L2 or global
-// memory). All T threads of the block call it; smem holds BucketFinishShared<KB, B, kMaxBucket>()
-// bytes, 16-byte aligned. Returns false, the same in every thread and with nothing written, when
-// a bucket up to the k-th holds more than kMaxBucket words. kRegs uint4 of keys a thread stay in
-// registers between the passes (the rest are read again).
-template <int T, int KB, int B, int kMaxBucket, int kRegs, typename ColT>
+// below a.cols, in 32 or 16 bits; the keys 16-byte aligned, the columns 16 / 8, in global memory
+// or, with kShared, in shared memory). All T threads of the block call it; smem holds
+// BucketFinishShared<KB, B, kMaxBucket>() bytes, 16-byte aligned. Returns false, the same in
+// every thread and with nothing written, when a bucket up to the k-th holds more than kMaxBucket
+// words. kRegs uint4 of keys a thread stay in registers between the passes (the rest are read
+// again). Known bounds of the keys spare the first pass.
+template <int T, int KB, int B, int kMaxBucket, int kRegs, typename ColT, bool kShared = false>
 __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const unsigned* keys,
-                                  const ColT* cols, unsigned char* smem) {
+                                  const ColT* cols, unsigned char* smem, KeyBounds bounds = {}) {
   static_assert(B % T == 0 && (B & (B - 1)) == 0, "B a power of two, a multiple of T");
   static_assert(B <= 65536, "a placed word's bucket kept in 16 bits");
   constexpr int kPer = B / T;
@@ -126,11 +139,11 @@ __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const
   for (int b = tid; b < B; b += T) count[b] = 0;
 
   // Pass 1: the span of the keys. The first kRegs vectors of each thread are kept.
-  uint4 held[kRegs];
+  uint4 held[kRegs > 0 ? kRegs : 1];
 #pragma unroll
   for (int r = 0; r < kRegs; ++r) {
     const int j = r * T + tid;
-    if (j < n4) held[r] = __ldcg(kv + j);
+    if (j < n4) held[r] = LoadCand<kShared>(kv + j);
   }
   // Every word: vector j covers words 4j .. 4j + 3, the first kRegs a thread from registers.
   auto each_vector = [&](auto&& f) {
@@ -139,32 +152,36 @@ __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const
       const int j = r * T + tid;
       if (j < n4) f(j, held[r]);
     }
-    for (int j = kRegs * T + tid; j < n4; j += T) f(j, __ldcg(kv + j));
+    for (int j = kRegs * T + tid; j < n4; j += T) f(j, LoadCand<kShared>(kv + j));
   };
   auto each_tail = [&](auto&& f) {
-    for (int i = 4 * n4 + tid; i < n; i += T) f(i, __ldcg(keys + i));
+    for (int i = 4 * n4 + tid; i < n; i += T) f(i, LoadCand<kShared>(keys + i));
   };
-  unsigned lo, hi;
-  WarpKeyRange(
-      [&](auto&& f) {
-        each_vector([&](int, const uint4& v) {
-          f(v.x);
-          f(v.y);
-          f(v.z);
-          f(v.w);
-        });
-        each_tail([&](int, unsigned key) { f(key); });
-      },
-      lo, hi);
-  if (lane == 0) {
-    red[0][warp] = lo;
-    red[1][warp] = hi;
+  unsigned lo = bounds.lo, hi = bounds.hi;
+  if (!bounds.known) {
+    WarpKeyRange(
+        [&](auto&& f) {
+          each_vector([&](int, const uint4& v) {
+            f(v.x);
+            f(v.y);
+            f(v.z);
+            f(v.w);
+          });
+          each_tail([&](int, unsigned key) { f(key); });
+        },
+        lo, hi);
+    if (lane == 0) {
+      red[0][warp] = lo;
+      red[1][warp] = hi;
+    }
   }
-  __syncthreads();
+  __syncthreads();  // the counts are cleared
+  if (!bounds.known) {
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    lo = min(lo, red[0][w]);
-    hi = max(hi, red[1][w]);
+    for (int w = 0; w < kWarps; ++w) {
+      lo = min(lo, red[0][w]);
+      hi = max(hi, red[1][w]);
+    }
   }
   return WithBucketMap<B>(lo, hi, a.cols, [&](const auto& bucket_of) {
     // Pass 2: counts.
@@ -178,7 +195,7 @@ __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const
       each_tail([&](int, unsigned key) { atomicAdd(&count[bucket_of(key, 0)], 1); });
     } else {
       for (int i = tid; i < n; i += T) {
-        atomicAdd(&count[bucket_of(0, static_cast<unsigned>(__ldcg(cols + i)))], 1);
+        atomicAdd(&count[bucket_of(0, static_cast<unsigned>(LoadCand<kShared>(cols + i)))], 1);
       }
     }
     __syncthreads();
@@ -228,8 +245,10 @@ __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const
       place(v.z, cc.z);
       place(v.w, cc.w);
     };
-    each_vector([&](int j, const uint4& v) { place4(v, LoadCols4(cols, j)); });
-    each_tail([&](int i, unsigned key) { place(key, static_cast<unsigned>(__ldcg(cols + i))); });
+    each_vector([&](int j, const uint4& v) { place4(v, LoadCols4<kShared>(cols, j)); });
+    each_tail([&](int i, unsigned key) {
+      place(key, static_cast<unsigned>(LoadCand<kShared>(cols + i)));
+    });
     __syncthreads();
 
     WriteRanked<T>(a, row, words, slot_bucket, start[cut], start, count, tid);

@@ -282,7 +282,9 @@ __global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3)
 //      occupancy, like a copy. For k <= 256 the warp that completes a row also finishes it: the
 //      k-th smallest survivor by a radix select, the k smallest gathered with ballots and sorted;
 //   3. k > 256: a launch of its own, a block per row ranking the survivors by a counting sort
-//      (QmsBucketFinishKernel, bucket_finish.cuh), which refuses rows whose buckets crowd;
+//      (QmsBucketFinishKernel, bucket_finish.cuh), which refuses rows whose buckets crowd; on
+//      rows of up to 65536 columns steps 2 and 3 are one kernel instead (QmsBlockRowKernel: a
+//      block filters a row into shared memory and ranks its survivors there);
 //   4. QuickMultiSelectListKernel: the rows whose pivot fell under the k-th word (fewer than k
 //      survivors), that overflowed the survivor list or that the finish refused are selected
 //      again by the one-block path.
@@ -360,7 +362,7 @@ template <int kRun>
 __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64_t row0,
                                                             int rows, u64* pivots, int* counters) {
   AllowDependentGrid();
-  static_assert(kRun == 32 || kRun == 64, "32 runs of kRun words");
+  static_assert(kRun == 16 || kRun == 32 || kRun == 64, "32 runs of kRun words");
   constexpr int kLanesPerRun = kRun / 4, kRunsPerLoad = 32 / kLanesPerRun;
   __shared__ QmsShared qs_all[8];
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
@@ -698,6 +700,144 @@ auto QmsBucketFinishFor(int64_t cols) {
                                   : QmsBucketFinishKernel<KB, unsigned>;
 }
 
+// The filter and the finish above kWarpFinishMax in one kernel, on rows of up to
+// kBlockRowMaxCols columns: a block takes a row at a time, its warps filter the row's pieces
+// under the row's pivot into a survivor list in the block's shared memory (keys and 16-bit
+// columns, the keys' range noted as they are stored), and the block ranks the survivors by the
+// counting sort of the bucket finish and writes the row. The survivors never leave the SM (on
+// 8192 columns at k = 1024 they were about 70 MB written to global memory and read back), and a
+// block's finish overlaps the other blocks' streaming; before it, each warp asks L2 for the
+// first piece it will filter of the block's next row. Rows the finish refuses, or with more
+// survivors than the list holds, are handed back.
+constexpr int64_t kBlockRowMaxCols = 65536;
+
+template <int KB, int T>
+struct QmsBlockRowConfig {
+  static constexpr int kWarps = T / 32;
+  static constexpr int kBuckets = KB;
+  static constexpr int kMaxBucket = 64;
+  // Survivors a row may leave: six standard deviations above the expected at k = 1024 on 8192
+  // columns (3472) and at k = 512 on 16384 (1700).
+  static constexpr int kCap = KB <= 512 ? 2048 : 3584;
+  static constexpr int kListBytes = kCap * 6;  // 32-bit keys, then 16-bit columns
+  static constexpr int kStage = kWarps * kFilterPiece * 4;
+  static constexpr int kFinish = BucketFinishShared<KB, kBuckets, kMaxBucket>();
+  static constexpr int kShared = kListBytes + (kStage > kFinish ? kStage : kFinish);
+  static_assert(kListBytes % 16 == 0, "the stage and the finish's words 16-byte aligned");
+};
+
+template <int KB, int T, int MB>
+__global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t row0, int rows,
+                                                          int ppr, QmsSplitScratch s) {
+  using C = QmsBlockRowConfig<KB, T>;
+  constexpr int U = kFilterVec;
+  extern __shared__ __align__(16) unsigned char block_row_smem[];
+  unsigned* keys = reinterpret_cast<unsigned*>(block_row_smem);
+  uint16_t* cols16 = reinterpret_cast<uint16_t*>(block_row_smem + C::kCap * 4);
+  unsigned char* work = block_row_smem + C::kListBytes;  // the stages, then the finish's state
+  __shared__ int fill;
+  __shared__ unsigned key_lo, key_hi;
+  AllowDependentGrid();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  float* stage = reinterpret_cast<float*>(work) + warp * kFilterPiece;
+  auto row_ptr = [&](int lr) { return a.distances + (row0 + lr) * a.row_stride; };
+  WaitPrimaryGrid();  // the pivots and cleared counters
+  for (int lr = blockIdx.x; lr < rows; lr += gridDim.x) {
+    if (threadIdx.x == 0) {
+      fill = 0;
+      key_lo = 0xffffffffu;
+      key_hi = 0;
+    }
+    __syncthreads();
+    unsigned lo = 0xffffffffu, hi = 0;  // of the keys this lane stores
+    const float* rp = row_ptr(lr);
+    const bool vec = (reinterpret_cast<uintptr_t>(rp) & 15u) == 0;
+    const u64 thr = s.pivots[lr];
+    const float thr_f = KeyToFloat(static_cast<unsigned>(thr >> 32));
+    const bool whole = vec && static_cast<unsigned>(thr >> 32) != 0xffffffffu;
+    for (int p = warp; p < ppr; p += C::kWarps) {
+      const int64_t base = static_cast<int64_t>(p) * kFilterPiece;
+      float4 v[U];
+      unsigned bits;
+      if (whole && base + kFilterPiece <= a.cols) {
+        const float4* q = reinterpret_cast<const float4*>(rp + base) + lane;
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = __ldcs(q + u * 32);
+        bits = ValueLeBits(v, thr_f);
+      } else {
+        LoadChunk<32, U>(rp, a.cols, base, vec, v, lane);
+        bits = CandidateBits<32, U>(v, base, a.cols, vec, thr, lane);
+      }
+      if (!__any_sync(kFullMask, bits != 0)) continue;
+      const int pos = WarpAppendSlots(__popc(bits), &fill);
+      if (bits) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) *reinterpret_cast<float4*>(stage + u * 128 + lane * 4) = v[u];
+      }
+      __syncwarp();
+      for (int slot = pos; bits; ++slot) {
+        const int j = __ffs(bits) - 1;
+        bits &= bits - 1;
+        const int at = (j >> 2) * 128 + lane * 4 + (j & 3);
+        const int off = vec ? at : ChunkOffset<32>(false, at >> 7, at & 3, (at >> 2) & 31);
+        if (slot < C::kCap) {
+          const unsigned key = FloatKey(stage[at]);
+          keys[slot] = key;
+          cols16[slot] = static_cast<uint16_t>(base + off);
+          lo = min(lo, key);
+          hi = max(hi, key);
+        }
+      }
+      __syncwarp();  // the stage is reused by the next piece
+    }
+    const int next = lr + static_cast<int>(gridDim.x);
+    if (lane == 0 && next < rows && warp < ppr) {
+      const float* np = row_ptr(next);
+      const int64_t end = int64_t{warp + 1} * kFilterPiece;
+      if ((reinterpret_cast<uintptr_t>(np) & 15u) == 0 && end <= a.cols) {
+        PrefetchL2(np + int64_t{warp} * kFilterPiece, kFilterPiece * 4);
+      }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      lo = min(lo, __shfl_xor_sync(kFullMask, lo, o));
+      hi = max(hi, __shfl_xor_sync(kFullMask, hi, o));
+    }
+    if (lane == 0 && lo <= hi) {
+      atomicMin(&key_lo, lo);
+      atomicMax(&key_hi, hi);
+    }
+    __syncthreads();
+    const int n = fill;
+    bool done = false;
+    if (n >= a.k && n <= C::kCap) {
+      done = BlockBucketFinish<T, KB, C::kBuckets, C::kMaxBucket, 0, uint16_t, true>(
+          a, row0 + lr, n, keys, cols16, work, KeyBounds{key_lo, key_hi, true});
+    }
+    if (!done && threadIdx.x == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row0 + lr;
+    __syncthreads();  // fill, the list and the finish's state are reused by the next row
+  }
+}
+
+// The fused kernel's block: 256 threads (three blocks an SM by registers), or 128 at k <= 512 on
+// rows of up to 8192 columns (six an SM; each warp filters two pieces a row). H100, 8192 rows:
+// 128 threads 17.3 % faster than the three-kernel path at k = 512 on 8192 columns where 256 are
+// 11.5 %, and 1.4-7.4 points behind 256 on every other shape of the grid
+// (bench/results/select_block_row_ab_h100.txt).
+template <int KB>
+constexpr bool QmsBlockRowNarrow(int64_t cols) {
+  return KB <= 512 && cols <= 8192;
+}
+
+template <int KB>
+bool QmsBlockRowSuits(const SelectArgs& a) {
+  if constexpr (KB <= kWarpFinishMax || KB > 1024) {
+    return false;
+  } else {
+    return a.cols <= kBlockRowMaxCols &&
+           QmsBlockRowConfig<KB, 256>::kShared <= a.max_shared_bytes;
+  }
+}
+
 // Whether the row-parallel path suits the shape (QmsRowParallelFits) and the launch.
 template <int KB>
 bool QmsSplitSuits(const SelectArgs& a) {
@@ -724,11 +864,29 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   auto list = QuickMultiSelectListKernel<KB, T, U, D>;
   PrepareSharedMemory(list, C::kShared, a);
   using BF = QmsBucketFinishConfig<KB>;
+  const bool block_row = QmsBlockRowSuits<KB>(a);
   if constexpr (KB > kWarpFinishMax) {
     PrepareSharedMemory(QmsBucketFinishFor<KB>(a.cols), BF::kShared, a);
   }
+  const bool narrow_block = QmsBlockRowNarrow<KB>(a.cols);
+  const int block_threads = narrow_block ? 128 : 256;
+  auto block_row_kernel = [&] {
+    if constexpr (KB > kWarpFinishMax && KB <= 1024) {
+      if constexpr (KB <= 512) {
+        if (narrow_block) return QmsBlockRowKernel<KB, 128, 6>;
+      }
+      return QmsBlockRowKernel<KB, 256, 3>;
+    } else {
+      return 0;
+    }
+  }();
+  const int block_row_shared = narrow_block ? QmsBlockRowConfig<KB, 128>::kShared
+                                            : QmsBlockRowConfig<KB, 256>::kShared;
+  if constexpr (KB > kWarpFinishMax && KB <= 1024) {
+    if (block_row) PrepareSharedMemory(block_row_kernel, block_row_shared, a);
+  }
   const int64_t ppr = (a.cols + kFilterPiece - 1) / kFilterPiece;
-  const int cap = QmsSplitCap(a.cols, a.k);
+  const int cap = block_row ? 0 : QmsSplitCap(a.cols, a.k);  // fused: lists in shared memory
   const int64_t per_row = int64_t{cap} * 8 + 8 + 8 + 8;
   int64_t batch = std::min<int64_t>(a.rows, kSplitScratchBytes / per_row);
   batch = std::min<int64_t>(batch, (int64_t{1} << 31) / ppr - 1);
@@ -745,6 +903,9 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   // 32 runs of sample / 32 words a row.
   auto pivot =
       QmsSplitSample(a.cols, a.k) == 1024 ? QmsWarpPivotKernel<32> : QmsWarpPivotKernel<64>;
+  // The fused kernel keeps its survivors in shared memory: on rows of up to 16384 columns it
+  // takes its pivots from a sample of 512 words.
+  if (block_row && a.cols <= 16384) pivot = QmsWarpPivotKernel<16>;
   const int group = QmsFilterGroup(KB, static_cast<int>(ppr));
   const int sms = a.sms;
   for (int64_t row0 = 0; row0 < a.rows; row0 += batch) {
@@ -757,13 +918,27 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
     FM_CUDA_CHECK_LAUNCH();
     // The launches that follow may start while the one before drains (each waits for its
     // predecessor's results first: programmatic dependent launch).
-    const int64_t groups = n * ((ppr + group - 1) / group);
-    const int64_t fgrid = std::min<int64_t>((groups + 7) / 8, static_cast<int64_t>(sms) * 4);
-    LaunchDependent(QmsFilterKernel<kFilterVec, KB>, fgrid, 256, 0, a.stream, a, row0,
-                    static_cast<int>(n), static_cast<int>(ppr), s);
-    if constexpr (KB > kWarpFinishMax) {
-      LaunchDependent(QmsBucketFinishFor<KB>(a.cols), n, BF::kThreads, BF::kShared, a.stream, a,
-                      row0, s);
+    bool fused = false;
+    if constexpr (KB > kWarpFinishMax && KB <= 1024) {
+      if (block_row) {
+        int per_sm = 0;
+        FM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per_sm, block_row_kernel, block_threads, block_row_shared));
+        const int64_t bgrid = std::min<int64_t>(n, int64_t{sms} * std::max(per_sm, 1));
+        LaunchDependent(block_row_kernel, bgrid, block_threads, block_row_shared, a.stream, a,
+                        row0, static_cast<int>(n), static_cast<int>(ppr), s);
+        fused = true;
+      }
+    }
+    if (!fused) {
+      const int64_t groups = n * ((ppr + group - 1) / group);
+      const int64_t fgrid = std::min<int64_t>((groups + 7) / 8, static_cast<int64_t>(sms) * 4);
+      LaunchDependent(QmsFilterKernel<kFilterVec, KB>, fgrid, 256, 0, a.stream, a, row0,
+                      static_cast<int>(n), static_cast<int>(ppr), s);
+      if constexpr (KB > kWarpFinishMax) {
+        LaunchDependent(QmsBucketFinishFor<KB>(a.cols), n, BF::kThreads, BF::kShared, a.stream,
+                        a, row0, s);
+      }
     }
     const int64_t grid = std::min<int64_t>(n, static_cast<int64_t>(sms) * (KB >= 1024 ? 2 : 3));
     LaunchDependent(list, grid, T, C::kShared, a.stream, a,
