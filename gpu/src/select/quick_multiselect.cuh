@@ -471,6 +471,23 @@ static_assert(kFilterSlots * 2 <= sizeof(QmsShared), "the slots share the warp's
 constexpr int kStretch = 16;    // groups of a row taken in turn on long rows
 constexpr int kTileRows = 256;  // rows whose stretches alternate
 
+// Loads this lane's U float4 of the piece of row rp at column `base` into v and returns its
+// candidate bits under the threshold word thr (thr_f its value). A whole piece of an aligned row
+// under a finite threshold (`whole`) takes unchecked loads and one float compare an element.
+template <int U>
+__device__ __forceinline__ unsigned LoadPieceBits(const float* rp, int64_t cols, int64_t base,
+                                                  bool vec, bool whole, u64 thr, float thr_f,
+                                                  float4 (&v)[U], int lane) {
+  if (whole && base + 32 * 4 * U <= cols) {
+    const float4* q = reinterpret_cast<const float4*>(rp + base) + lane;
+#pragma unroll
+    for (int u = 0; u < U; ++u) v[u] = __ldcs(q + u * 32);
+    return ValueLeBits(v, thr_f);
+  }
+  LoadChunk<32, U>(rp, cols, base, vec, v, lane);
+  return CandidateBits<32, U>(v, base, cols, vec, thr, lane);
+}
+
 template <int U, int KB>
 __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t row0, int rows,
                                                          int ppr, QmsSplitScratch s) {
@@ -558,18 +575,7 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
     for (int p = p0; p < p1; ++p) {
       const int64_t base = static_cast<int64_t>(p) * kFilterPiece;
       float4 v[U];
-      unsigned bits;
-      if (whole && base + kFilterPiece <= a.cols) {
-        // A whole piece of an aligned row under a finite threshold: no bounds, one float
-        // compare an element.
-        const float4* q = reinterpret_cast<const float4*>(rp + base) + lane;
-#pragma unroll
-        for (int u = 0; u < U; ++u) v[u] = __ldcs(q + u * 32);
-        bits = ValueLeBits(v, thr_f);
-      } else {
-        LoadChunk<32, U>(rp, a.cols, base, vec, v, lane);
-        bits = CandidateBits<32, U>(v, base, a.cols, vec, thr, lane);
-      }
+      unsigned bits = LoadPieceBits(rp, a.cols, base, vec, whole, thr, thr_f, v, lane);
       if (!__any_sync(kFullMask, bits != 0)) continue;
       // Slots for the warp's candidates: an inclusive scan of the per-lane counts, one atomic.
       // (Its answer waited for only when the words are stored measured no faster.)
@@ -758,16 +764,7 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
     for (int p = warp; p < ppr; p += C::kWarps) {
       const int64_t base = static_cast<int64_t>(p) * kFilterPiece;
       float4 v[U];
-      unsigned bits;
-      if (whole && base + kFilterPiece <= a.cols) {
-        const float4* q = reinterpret_cast<const float4*>(rp + base) + lane;
-#pragma unroll
-        for (int u = 0; u < U; ++u) v[u] = __ldcs(q + u * 32);
-        bits = ValueLeBits(v, thr_f);
-      } else {
-        LoadChunk<32, U>(rp, a.cols, base, vec, v, lane);
-        bits = CandidateBits<32, U>(v, base, a.cols, vec, thr, lane);
-      }
+      unsigned bits = LoadPieceBits(rp, a.cols, base, vec, whole, thr, thr_f, v, lane);
       if (!__any_sync(kFullMask, bits != 0)) continue;
       const int pos = WarpAppendSlots(__popc(bits), &fill);
       if (bits) {
