@@ -863,7 +863,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   using BF = QmsBucketFinishConfig<KB>;
   const bool block_row = QmsBlockRowSuits<KB>(a);
   if constexpr (KB > kWarpFinishMax) {
-    PrepareSharedMemory(QmsBucketFinishFor<KB>(a.cols), BF::kShared, a);
+    if (!block_row) PrepareSharedMemory(QmsBucketFinishFor<KB>(a.cols), BF::kShared, a);
   }
   const bool narrow_block = QmsBlockRowNarrow<KB>(a.cols);
   const int block_threads = narrow_block ? 128 : 256;
@@ -879,8 +879,15 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   }();
   const int block_row_shared = narrow_block ? QmsBlockRowConfig<KB, 128>::kShared
                                             : QmsBlockRowConfig<KB, 256>::kShared;
+  int block_row_grid = 0;  // blocks a launch: as many as the SMs hold at once
   if constexpr (KB > kWarpFinishMax && KB <= 1024) {
-    if (block_row) PrepareSharedMemory(block_row_kernel, block_row_shared, a);
+    if (block_row) {
+      PrepareSharedMemory(block_row_kernel, block_row_shared, a);
+      int per_sm = 0;
+      FM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &per_sm, block_row_kernel, block_threads, block_row_shared));
+      block_row_grid = a.sms * std::max(per_sm, 1);
+    }
   }
   const int64_t ppr = (a.cols + kFilterPiece - 1) / kFilterPiece;
   const int cap = block_row ? 0 : QmsSplitCap(a.cols, a.k);  // fused: lists in shared memory
@@ -918,12 +925,9 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
     bool fused = false;
     if constexpr (KB > kWarpFinishMax && KB <= 1024) {
       if (block_row) {
-        int per_sm = 0;
-        FM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &per_sm, block_row_kernel, block_threads, block_row_shared));
-        const int64_t bgrid = std::min<int64_t>(n, int64_t{sms} * std::max(per_sm, 1));
-        LaunchDependent(block_row_kernel, bgrid, block_threads, block_row_shared, a.stream, a,
-                        row0, static_cast<int>(n), static_cast<int>(ppr), s);
+        LaunchDependent(block_row_kernel, std::min<int64_t>(n, block_row_grid), block_threads,
+                        block_row_shared, a.stream, a, row0, static_cast<int>(n),
+                        static_cast<int>(ppr), s);
         fused = true;
       }
     }
