@@ -240,6 +240,11 @@ const Shape kShapes[] = {
     // with the smallest values at the end of the row.
     {"reverse_65537", 4, 65537, Fill::kReverse},
     {"neg_nan_8k", 16, 8192, Fill::kNegNan},
+    // Rows where k is a large share (under 8k columns) go row-parallel through the fused kernel:
+    // the whole row its survivors where it fits the list (3000 columns at k = 1000), else a pivot
+    // from a wider sample rank (5000 columns at k = 1000, 3000 at k = 500).
+    {"mixed_3k", 300, 3000, Fill::kMixed, 1},
+    {"mixed_5k", 300, 5000, Fill::kMixed, 2},
     // Longer rows, many of them, are selected row-parallel (pivot, split filter, hand-back of
     // failed rows): finished and handed-back rows in one launch.
     {"mixed_rows", 300, 20000, Fill::kMixed},

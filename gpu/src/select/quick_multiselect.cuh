@@ -282,14 +282,18 @@ __global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3)
 //      occupancy, like a copy. For k <= 256 the warp that completes a row also finishes it: the
 //      k-th smallest survivor by a radix select, the k smallest gathered with ballots and sorted;
 //   3. k > 256: a launch of its own, a block per row ranking the survivors by a counting sort
-//      (QmsBucketFinishKernel, bucket_finish.cuh), which refuses rows whose buckets crowd; on
-//      rows of up to 65536 columns steps 2 and 3 are one kernel instead (QmsBlockRowKernel: a
-//      block filters a row into shared memory and ranks its survivors there);
+//      (QmsBucketFinishKernel, bucket_finish.cuh), which refuses rows whose buckets crowd;
+//   On rows of up to 65536 columns steps 2 and 3 are one kernel instead, for every k from rows
+//   of four pieces on (QmsBlockRowKernel: a block filters a row into shared memory and ranks its
+//   survivors there by the same counting sort); it also takes rows too short for the filter's
+//   sample at the k asked (fewer than 8k columns), whole or under a pivot of a higher rank;
 //   4. QuickMultiSelectListKernel: the rows whose pivot fell under the k-th word (fewer than k
 //      survivors), that overflowed the survivor list or that the finish refused are selected
 //      again by the one-block path.
 constexpr int kFilterVec = 8;  // float4 per lane and piece: pieces of 1024 columns, one per warp
 constexpr int kFilterPiece = 32 * 4 * kFilterVec;
+// Sample ranks that are not ranks: no sample, every word survives; no pivot suits the rows.
+constexpr int kAdmitAll = -1, kNoRank = -2;
 
 struct QmsSplitScratch {
   u64* pivots;        // [rows]
@@ -352,7 +356,8 @@ __device__ __forceinline__ float4 LdgEvictLast(const float4* p, uint64_t pol) {
 
 // Pivots of rows row0 .. row0 + rows - 1 (all of one length, long enough to sample), one warp
 // per row (8 rows a block): the warp loads a sample of 32 runs of kRun words (QmsSplitSample;
-// with kRun = 64 the runs of LoadSample) and selects alone, without block barriers. Also clears
+// with kRun = 64 the runs of LoadSample) and selects the word of rank `rank` alone, without
+// block barriers (rank kAdmitAll: no sample, a pivot that admits every word). Also clears
 // the filter's counters (QmsSplitScratch: count[rows], done[rows], fail_count, ticket,
 // contiguous). (A block per row measured slower:
 // the pivots are a chain of latencies, and warps hide more of them. So did computing the pivots
@@ -360,7 +365,8 @@ __device__ __forceinline__ float4 LdgEvictLast(const float4* p, uint64_t pol) {
 // held registers the filter needs to keep its loads in flight.)
 template <int kRun>
 __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64_t row0,
-                                                            int rows, u64* pivots, int* counters) {
+                                                            int rows, int rank, u64* pivots,
+                                                            int* counters) {
   AllowDependentGrid();
   static_assert(kRun == 16 || kRun == 32 || kRun == 64, "32 runs of kRun words");
   constexpr int kLanesPerRun = kRun / 4, kRunsPerLoad = 32 / kLanesPerRun;
@@ -368,6 +374,15 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   const int lr = blockIdx.x * 8 + warp;
   if (lr >= rows) return;
+  if (rank < 0) {  // kAdmitAll: every word of the row survives
+    if (lane == 0) {
+      pivots[lr] = kSentinel;
+      counters[lr] = 0;
+      counters[rows + lr] = 0;
+      if (lr == 0) counters[2 * rows] = counters[2 * rows + 1] = 0;
+    }
+    return;
+  }
   const int64_t cols = a.cols;
   const float* rp = a.distances + (row0 + lr) * a.row_stride;
   // Load j takes kRunsPerLoad runs, kLanesPerRun lanes on each (whole runs per request).
@@ -399,7 +414,7 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
     }
   }
   unsigned pivot_key = BlockRadixSelect<32>(
-      SampleRank(cols, a.k, 32 * kRun), qs_all[warp],
+      rank, qs_all[warp],
       [&](auto&& f) {
 #pragma unroll
         for (int j = 0; j < kRun; ++j) f(key[j]);
@@ -706,21 +721,27 @@ auto QmsBucketFinishFor(int64_t cols) {
                                   : QmsBucketFinishKernel<KB, unsigned>;
 }
 
-// The filter and the finish above kWarpFinishMax in one kernel, on rows of up to
-// kBlockRowMaxCols columns: a block takes a row at a time, its warps filter the row's pieces
-// under the row's pivot into a survivor list in the block's shared memory (keys and 16-bit
-// columns, the keys' range noted as they are stored), and the block ranks the survivors by the
-// counting sort of the bucket finish and writes the row. The survivors never leave the SM (on
+// The filter and the finish in one kernel, on rows of up to kBlockRowMaxCols columns, for k of
+// 32 to 1024 (at and below kWarpFinishMax on rows of more than three pieces; H100, 8192 rows,
+// against the filter's warp finish: -7.9 / -10.4 / -6.0 / -3.1 % at k = 256 on 8192 / 16384 /
+// 32768 / 65536 columns, -3.7 / -4.9 % at k = 128 on 8192 / 16384, -10 to -22 % on fewer rows
+// of 12000 and 65536 columns; +11 % at k = 32 / 64 on rows of 2048 columns,
+// bench/results/select_block_row_small_k_ab_h100.txt): a block takes a row at a time, its
+// warps filter the row's pieces under the row's pivot into a survivor list in the block's shared
+// memory (keys and 16-bit columns, the keys' range noted as they are stored), and the block ranks
+// the survivors by the counting sort of the bucket finish and writes the row. The survivors never leave the SM (on
 // 8192 columns at k = 1024 they were about 70 MB written to global memory and read back), and a
 // block's finish overlaps the other blocks' streaming; before it, each warp asks L2 for the
 // first piece it will filter of the block's next row. Rows the finish refuses, or with more
 // survivors than the list holds, are handed back.
 constexpr int64_t kBlockRowMaxCols = 65536;
+template <int KB>
+constexpr bool kBlockRowBucket = KB >= 32 && KB <= 1024;
 
 template <int KB, int T>
 struct QmsBlockRowConfig {
   static constexpr int kWarps = T / 32;
-  static constexpr int kBuckets = KB;
+  static constexpr int kBuckets = KB < T ? T : KB;
   static constexpr int kMaxBucket = 64;
   // Survivors a row may leave: six standard deviations above the expected at k = 1024 on 8192
   // columns (3472) and at k = 512 on 16384 (1700).
@@ -825,9 +846,35 @@ constexpr bool QmsBlockRowNarrow(int64_t cols) {
   return KB <= 512 && cols <= 8192;
 }
 
+// The sample rank of the fused kernel's pivots, from a sample of `sample` words: SampleRank
+// where it applies (rows of at least 8k columns); on rows where k is a larger share, the whole
+// row when it fits the survivor list (kAdmitAll: no sample), else the rank SampleRank's rule
+// gives if six standard deviations above the survivors it leaves fit the list (kNoRank if not).
 template <int KB>
-bool QmsBlockRowSuits(const SelectArgs& a) {
-  if constexpr (KB <= kWarpFinishMax || KB > 1024) {
+int QmsBlockRowRank(int64_t cols, int k, int sample) {
+  const int rank = SampleRank(cols, k, sample);
+  if (rank >= 0) return rank;
+  if (cols < k || cols < sample) return kNoRank;
+  constexpr int kCap = QmsBlockRowConfig<KB, 256>::kCap;
+  if (cols <= kCap) return kAdmitAll;
+  const double lambda = static_cast<double>(k) * sample / static_cast<double>(cols);
+  const int wide = static_cast<int>(lambda + 4.0 * std::sqrt(lambda) + 4.0);
+  const double mean = wide + 1.0;
+  const double need = (mean + 6.0 * std::sqrt(mean)) * static_cast<double>(cols) / sample;
+  return wide < sample / 2 && need <= kCap ? wide : kNoRank;
+}
+
+// The words of the fused kernel's pivot sample: 512 on rows of up to 16384 columns (the list
+// absorbs the extra survivors), else as the filter's (QmsSplitSample).
+inline int QmsBlockRowSample(int64_t cols, int64_t k) {
+  return cols <= 16384 ? 512 : QmsSplitSample(cols, k);
+}
+
+// Whether the fused kernel can take the rows: up to kBlockRowMaxCols columns, its shared memory
+// within the device's.
+template <int KB>
+bool QmsBlockRowFits(const SelectArgs& a) {
+  if constexpr (!kBlockRowBucket<KB>) {
     return false;
   } else {
     return a.cols <= kBlockRowMaxCols &&
@@ -835,10 +882,24 @@ bool QmsBlockRowSuits(const SelectArgs& a) {
   }
 }
 
-// Whether the row-parallel path suits the shape (QmsRowParallelFits) and the launch.
+// Whether the fused kernel takes the rows of the row-parallel path: where it fits, above
+// kWarpFinishMax always; at and below, on rows of four pieces and more (on rows of two pieces
+// the filter measured faster), and on rows too short for the filter's sample (k a large share
+// of the row, where otherwise one block would select each row).
+template <int KB>
+bool QmsBlockRowSuits(const SelectArgs& a) {
+  if (!QmsBlockRowFits<KB>(a)) return false;
+  return KB > kWarpFinishMax || a.cols > 3 * kFilterPiece || !QmsRowParallelFits(a.cols, a.k);
+}
+
+// Whether the row-parallel path suits the shape (QmsRowParallelFits, or the fused kernel's
+// wider rule) and the launch.
 template <int KB>
 bool QmsSplitSuits(const SelectArgs& a) {
-  return a.segments == 1 && a.rows >= 2 && QmsRowParallelFits(a.cols, a.k);
+  if (a.segments != 1 || a.rows < 2) return false;
+  if (QmsRowParallelFits(a.cols, a.k)) return true;
+  return QmsBlockRowFits<KB>(a) &&
+         QmsBlockRowRank<KB>(a.cols, a.k, QmsBlockRowSample(a.cols, a.k)) != kNoRank;
 }
 
 // Block shape per bucket (one warp per row for small k measured slower: bench/results).
@@ -868,7 +929,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   const bool narrow_block = QmsBlockRowNarrow<KB>(a.cols);
   const int block_threads = narrow_block ? 128 : 256;
   auto block_row_kernel = [&] {
-    if constexpr (KB > kWarpFinishMax && KB <= 1024) {
+    if constexpr (kBlockRowBucket<KB>) {
       if constexpr (KB <= 512) {
         if (narrow_block) return QmsBlockRowKernel<KB, 128, 6>;
       }
@@ -880,7 +941,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   const int block_row_shared = narrow_block ? QmsBlockRowConfig<KB, 128>::kShared
                                             : QmsBlockRowConfig<KB, 256>::kShared;
   int block_row_grid = 0;  // blocks a launch: as many as the SMs hold at once
-  if constexpr (KB > kWarpFinishMax && KB <= 1024) {
+  if constexpr (kBlockRowBucket<KB>) {
     if (block_row) {
       PrepareSharedMemory(block_row_kernel, block_row_shared, a);
       int per_sm = 0;
@@ -907,9 +968,12 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   // 32 runs of sample / 32 words a row.
   auto pivot =
       QmsSplitSample(a.cols, a.k) == 1024 ? QmsWarpPivotKernel<32> : QmsWarpPivotKernel<64>;
-  // The fused kernel keeps its survivors in shared memory: on rows of up to 16384 columns it
-  // takes its pivots from a sample of 512 words.
-  if (block_row && a.cols <= 16384) pivot = QmsWarpPivotKernel<16>;
+  int rank = SampleRank(a.cols, a.k, QmsSplitSample(a.cols, a.k));
+  if (block_row) {
+    const int sample = QmsBlockRowSample(a.cols, a.k);
+    if (sample == 512) pivot = QmsWarpPivotKernel<16>;
+    rank = QmsBlockRowRank<KB>(a.cols, a.k, sample);
+  }
   const int group = QmsFilterGroup(KB, static_cast<int>(ppr));
   const int sms = a.sms;
   for (int64_t row0 = 0; row0 < a.rows; row0 += batch) {
@@ -917,13 +981,13 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
     s.done = s.count + n;  // count[n], done[n], fail_count, ticket: cleared by the pivot kernel
     s.fail_count = s.done + n;
     s.ticket = s.fail_count + 1;
-    pivot<<<static_cast<unsigned>((n + 7) / 8), 256, 0, a.stream>>>(a, row0, static_cast<int>(n),
-                                                                   s.pivots, s.count);
+    pivot<<<static_cast<unsigned>((n + 7) / 8), 256, 0, a.stream>>>(
+        a, row0, static_cast<int>(n), rank, s.pivots, s.count);
     FM_CUDA_CHECK_LAUNCH();
     // The launches that follow may start while the one before drains (each waits for its
     // predecessor's results first: programmatic dependent launch).
     bool fused = false;
-    if constexpr (KB > kWarpFinishMax && KB <= 1024) {
+    if constexpr (kBlockRowBucket<KB>) {
       if (block_row) {
         LaunchDependent(block_row_kernel, std::min<int64_t>(n, block_row_grid), block_threads,
                         block_row_shared, a.stream, a, row0, static_cast<int>(n),
