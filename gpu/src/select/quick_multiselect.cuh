@@ -729,11 +729,11 @@ auto QmsBucketFinishFor(int64_t cols) {
 // bench/results/select_block_row_small_k_ab_h100.txt): a block takes a row at a time, its
 // warps filter the row's pieces under the row's pivot into a survivor list in the block's shared
 // memory (keys and 16-bit columns, the keys' range noted as they are stored), and the block ranks
-// the survivors by the counting sort of the bucket finish and writes the row. The survivors never leave the SM (on
-// 8192 columns at k = 1024 they were about 70 MB written to global memory and read back), and a
-// block's finish overlaps the other blocks' streaming; before it, each warp asks L2 for the
-// first piece it will filter of the block's next row. Rows the finish refuses, or with more
-// survivors than the list holds, are handed back.
+// the survivors by the counting sort of the bucket finish and writes the row. The survivors
+// never leave the SM (on 8192 columns at k = 1024 they were about 70 MB written to global memory
+// and read back), and a block's finish overlaps the other blocks' streaming; before it, each warp
+// asks L2 for the first piece it will filter of the block's next row. Rows the finish refuses,
+// or with more survivors than the list holds, are handed back.
 constexpr int64_t kBlockRowMaxCols = 65536;
 template <int KB>
 constexpr bool kBlockRowBucket = KB >= 32 && KB <= 1024;
@@ -768,6 +768,21 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   float* stage = reinterpret_cast<float*>(work) + warp * kFilterPiece;
   auto row_ptr = [&](int lr) { return a.distances + (row0 + lr) * a.row_stride; };
+  // Each warp's first piece of a row asked of L2: of the block's first row while the pivot
+  // kernel's last blocks drain, as the filter does (H100, 8192 rows, separate builds: -1.6 /
+  // -3.5 % at k = 64 / 256 on 8192 columns, -0.9 / -1.1 % at k = 256 / 1024 on 16384, -0.2 to
+  // -1.0 % on 32768 and 65536, bench/results/select_block_row_small_k_ab_h100.txt); of the next
+  // row before each finish.
+  auto prefetch_first = [&](int lr) {
+    if (lane == 0 && lr < rows && warp < ppr) {
+      const float* np = row_ptr(lr);
+      const int64_t end = int64_t{warp + 1} * kFilterPiece;
+      if ((reinterpret_cast<uintptr_t>(np) & 15u) == 0 && end <= a.cols) {
+        PrefetchL2(np + int64_t{warp} * kFilterPiece, kFilterPiece * 4);
+      }
+    }
+  };
+  prefetch_first(static_cast<int>(blockIdx.x));
   WaitPrimaryGrid();  // the pivots and cleared counters
   for (int lr = blockIdx.x; lr < rows; lr += gridDim.x) {
     if (threadIdx.x == 0) {
@@ -808,14 +823,7 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
       }
       __syncwarp();  // the stage is reused by the next piece
     }
-    const int next = lr + static_cast<int>(gridDim.x);
-    if (lane == 0 && next < rows && warp < ppr) {
-      const float* np = row_ptr(next);
-      const int64_t end = int64_t{warp + 1} * kFilterPiece;
-      if ((reinterpret_cast<uintptr_t>(np) & 15u) == 0 && end <= a.cols) {
-        PrefetchL2(np + int64_t{warp} * kFilterPiece, kFilterPiece * 4);
-      }
-    }
+    prefetch_first(lr + static_cast<int>(gridDim.x));
     for (int o = 16; o > 0; o >>= 1) {
       lo = min(lo, __shfl_xor_sync(kFullMask, lo, o));
       hi = max(hi, __shfl_xor_sync(kFullMask, hi, o));
