@@ -1026,8 +1026,14 @@ void LaunchQuickMultiSelect(const SelectArgs& a) {
   using C = QmsConfig<KB, T, U, D>;
   auto kernel = QuickMultiSelectKernel<KB, T, U, D>;
   PrepareSharedMemory(kernel, C::kShared, a);
+  // Rows held whole in shared memory (k <= 32), except where the fused kernel takes rows of 8192
+  // columns and more: on 8192 x 8192 at k = 32 it ran 6.3 % faster, on 12288 columns within
+  // 0.6 % (H100, bench/results/select_block_row_small_k_ab_h100.txt, round 8).
   bool resident = false;
-  if constexpr (KB <= kResidentMaxBucket) resident = QmsResidentSuits<KB>(a);
+  if constexpr (KB <= kResidentMaxBucket) {
+    resident = QmsResidentSuits<KB>(a) &&
+               !(a.cols >= 8192 && QmsSplitSuits<KB>(a) && QmsBlockRowSuits<KB>(a));
+  }
   if (resident) {
     if constexpr (KB <= kResidentMaxBucket) LaunchQmsResident<KB>(a);
   } else if (QmsSplitSuits<KB>(a)) {
