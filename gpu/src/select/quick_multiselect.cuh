@@ -722,8 +722,9 @@ auto QmsBucketFinishFor(int64_t cols) {
 }
 
 // The filter and the finish in one kernel, on rows of up to kBlockRowMaxCols columns, for k of
-// 32 to 1024 (at and below kWarpFinishMax on rows of more than three pieces; H100, 8192 rows,
-// against the filter's warp finish: -7.9 / -10.4 / -6.0 / -3.1 % at k = 256 on 8192 / 16384 /
+// 32 to 2048 (k = 1500 / 2048: -12 to -23 % on 8192 rows of 16384-65536 columns, H100; at and
+// below kWarpFinishMax on rows of more than three pieces; H100, 8192 rows, against the filter's
+// warp finish: -7.9 / -10.4 / -6.0 / -3.1 % at k = 256 on 8192 / 16384 /
 // 32768 / 65536 columns, -3.7 / -4.9 % at k = 128 on 8192 / 16384, -10 to -22 % on fewer rows
 // of 12000 and 65536 columns; +11 % at k = 32 / 64 on rows of 2048 columns,
 // bench/results/select_block_row_small_k_ab_h100.txt): a block takes a row at a time, its
@@ -736,7 +737,7 @@ auto QmsBucketFinishFor(int64_t cols) {
 // or with more survivors than the list holds, are handed back.
 constexpr int64_t kBlockRowMaxCols = 65536;
 template <int KB>
-constexpr bool kBlockRowBucket = KB >= 32 && KB <= 1024;
+constexpr bool kBlockRowBucket = KB >= 32 && KB <= 2048;
 
 template <int KB, int T>
 struct QmsBlockRowConfig {
@@ -744,8 +745,8 @@ struct QmsBlockRowConfig {
   static constexpr int kBuckets = KB < T ? T : KB;
   static constexpr int kMaxBucket = 64;
   // Survivors a row may leave: six standard deviations above the expected at k = 1024 on 8192
-  // columns (3472) and at k = 512 on 16384 (1700).
-  static constexpr int kCap = KB <= 512 ? 2048 : 3584;
+  // columns (3472), at k = 512 on 16384 (1700) and at k = 2048 on 16384 (5160).
+  static constexpr int kCap = KB <= 512 ? 2048 : KB <= 1024 ? 3584 : 6144;
   static constexpr int kListBytes = kCap * 6;  // 32-bit keys, then 16-bit columns
   static constexpr int kStage = kWarps * kFilterPiece * 4;
   static constexpr int kFinish = BucketFinishShared<KB, kBuckets, kMaxBucket>();
