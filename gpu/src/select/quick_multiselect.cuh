@@ -374,13 +374,17 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   const int lr = blockIdx.x * 8 + warp;
   if (lr >= rows) return;
-  if (rank < 0) {  // kAdmitAll: every word of the row survives
+  // The row's pivot word, and its filter counters cleared.
+  auto publish = [&](u64 pivot) {
     if (lane == 0) {
-      pivots[lr] = kSentinel;
-      counters[lr] = 0;
-      counters[rows + lr] = 0;
-      if (lr == 0) counters[2 * rows] = counters[2 * rows + 1] = 0;
+      pivots[lr] = pivot;
+      counters[lr] = 0;         // survivors
+      counters[rows + lr] = 0;  // groups done
+      if (lr == 0) counters[2 * rows] = counters[2 * rows + 1] = 0;  // rows handed back, ticket
     }
+  };
+  if (rank < 0) {  // kAdmitAll: every word of the row survives
+    publish(kSentinel);
     return;
   }
   const int64_t cols = a.cols;
@@ -421,12 +425,7 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
       },
       2);
   if (pivot_key > FloatKey(__int_as_float(0x7f800000))) pivot_key = 0xffffffffu;
-  if (lane == 0) {
-    pivots[lr] = Pack(pivot_key, 0xffffffffu);
-    counters[lr] = 0;         // survivors
-    counters[rows + lr] = 0;  // groups done
-    if (lr == 0) counters[2 * rows] = counters[2 * rows + 1] = 0;  // rows handed back, ticket
-  }
+  publish(Pack(pivot_key, 0xffffffffu));
 }
 
 // The finish of local row lr by one warp: no block barrier, its n survivors read from L2 in
@@ -485,6 +484,17 @@ constexpr int kFilterSlots = 768;  // survivors of a piece a warp stores togethe
 static_assert(kFilterSlots * 2 <= sizeof(QmsShared), "the slots share the warp's finish state");
 constexpr int kStretch = 16;    // groups of a row taken in turn on long rows
 constexpr int kTileRows = 256;  // rows whose stretches alternate
+
+// A staged piece (a warp's U float4 a lane, float4 u of lane l at words u * 128 + l * 4): the
+// stage position of this lane's candidate bit j (element j & 3 of its float4 j >> 2), and the
+// column within the piece of the word at stage position `at` (element at & 3 of float4 at >> 7
+// of lane (at >> 2) & 31; see LoadChunk for the layout of rows that are not 16-byte aligned).
+__device__ __forceinline__ int StagePos(int j, int lane) {
+  return (j >> 2) * 128 + lane * 4 + (j & 3);
+}
+__device__ __forceinline__ int StageColumn(bool vec, int at) {
+  return vec ? at : ChunkOffset<32>(false, at >> 7, at & 3, (at >> 2) & 31);
+}
 
 // Loads this lane's U float4 of the piece of row rp at column `base` into v and returns its
 // candidate bits under the threshold word thr (thr_f its value). A whole piece of an aligned row
@@ -602,11 +612,9 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
 #pragma unroll
         for (int u = 0; u < U; ++u) *reinterpret_cast<float4*>(stage + u * 128 + lane * 4) = v[u];
       }
-      // Stage position of this lane's candidate bit j; the word at stage position `at` (element
-      // at & 3 of float4 at >> 7 of lane (at >> 2) & 31); a word stored to survivor slot `slot`.
-      auto stage_pos = [&](int j) { return (j >> 2) * 128 + lane * 4 + (j & 3); };
+      // The word at stage position `at`; a word stored to survivor slot `slot`.
       auto word_at = [&](int at) {
-        const int off = vec ? at : ChunkOffset<32>(false, at >> 7, at & 3, (at >> 2) & 31);
+        const int off = StageColumn(vec, at);
         return Pack(FloatKey(stage[at]), base + off);
       };
       auto store = [&](int slot, u64 w) {
@@ -632,7 +640,7 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
         for (int q = pos - first; bits; ++q) {
           const int j = __ffs(bits) - 1;
           bits &= bits - 1;
-          idx[q] = static_cast<uint16_t>(stage_pos(j));
+          idx[q] = static_cast<uint16_t>(StagePos(j, lane));
         }
         __syncwarp();
         for (int i = lane; i < total && first + i < s.cap; i += 32) {
@@ -645,7 +653,7 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
       for (int at_pos = pos; bits; ++at_pos) {
         const int j = __ffs(bits) - 1;
         bits &= bits - 1;
-        if (at_pos < s.cap) store(at_pos, word_at(stage_pos(j)));
+        if (at_pos < s.cap) store(at_pos, word_at(StagePos(j, lane)));
       }
     }
     if constexpr (kFinish) {
@@ -812,8 +820,8 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
       for (int slot = pos; bits; ++slot) {
         const int j = __ffs(bits) - 1;
         bits &= bits - 1;
-        const int at = (j >> 2) * 128 + lane * 4 + (j & 3);
-        const int off = vec ? at : ChunkOffset<32>(false, at >> 7, at & 3, (at >> 2) & 31);
+        const int at = StagePos(j, lane);
+        const int off = StageColumn(vec, at);
         if (slot < C::kCap) {
           const unsigned key = FloatKey(stage[at]);
           keys[slot] = key;
@@ -974,15 +982,13 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   s.fail_rows = reinterpret_cast<int64_t*>(ws + b_piv + b_cnt);
   s.survivors = reinterpret_cast<u64*>(ws + b_piv + b_cnt + b_fail);
   s.cap = cap;
-  // 32 runs of sample / 32 words a row.
-  auto pivot =
-      QmsSplitSample(a.cols, a.k) == 1024 ? QmsWarpPivotKernel<32> : QmsWarpPivotKernel<64>;
-  int rank = SampleRank(a.cols, a.k, QmsSplitSample(a.cols, a.k));
-  if (block_row) {
-    const int sample = QmsBlockRowSample(a.cols, a.k);
-    if (sample == 512) pivot = QmsWarpPivotKernel<16>;
-    rank = QmsBlockRowRank<KB>(a.cols, a.k, sample);
-  }
+  // The pivots' sample (32 runs of sample / 32 words a row) and the rank taken from it.
+  const int sample = block_row ? QmsBlockRowSample(a.cols, a.k) : QmsSplitSample(a.cols, a.k);
+  auto pivot = sample == 512    ? QmsWarpPivotKernel<16>
+               : sample == 1024 ? QmsWarpPivotKernel<32>
+                                : QmsWarpPivotKernel<64>;
+  const int rank = block_row ? QmsBlockRowRank<KB>(a.cols, a.k, sample)
+                             : SampleRank(a.cols, a.k, sample);
   const int group = QmsFilterGroup(KB, static_cast<int>(ppr));
   const int sms = a.sms;
   for (int64_t row0 = 0; row0 < a.rows; row0 += batch) {
@@ -1030,14 +1036,14 @@ void LaunchQuickMultiSelect(const SelectArgs& a) {
   // Rows held whole in shared memory (k <= 32), except where the fused kernel takes rows of 8192
   // columns and more: on 8192 x 8192 at k = 32 it ran 6.3 % faster, on 12288 columns within
   // 0.6 % (H100, bench/results/select_block_row_small_k_ab_h100.txt, round 8).
+  const bool split = QmsSplitSuits<KB>(a);
   bool resident = false;
   if constexpr (KB <= kResidentMaxBucket) {
-    resident = QmsResidentSuits<KB>(a) &&
-               !(a.cols >= 8192 && QmsSplitSuits<KB>(a) && QmsBlockRowSuits<KB>(a));
+    resident = QmsResidentSuits<KB>(a) && !(a.cols >= 8192 && split && QmsBlockRowSuits<KB>(a));
   }
   if (resident) {
     if constexpr (KB <= kResidentMaxBucket) LaunchQmsResident<KB>(a);
-  } else if (QmsSplitSuits<KB>(a)) {
+  } else if (split) {
     LaunchQmsRowParallel<KB>(a);
   } else {
     LaunchPerRow(kernel, T, C::kShared, a);
