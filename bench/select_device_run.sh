@@ -32,6 +32,8 @@ RACE='*quick_multiselect_k1000_crowded_8k:AlgoKShape/SelectKTest.*_k33_n33:AlgoK
 # The fused filter and finish at k <= 256 and on rows where k is a large share of the row.
 RACE="$RACE:*quick_multiselect_k100_mixed_8k:*quick_multiselect_k256_dups_12k"
 RACE="$RACE:*quick_multiselect_k1000_mixed_3k:*quick_multiselect_k1000_mixed_5k"
+# Long rows as pieces: the merge of the pieces' sorted results in shared memory.
+RACE="$RACE:*quick_multiselect_k256_long_pieces:*auto_k2048_long_pieces_300k"
 timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 $T --gtest_filter="$RACE" \
   --gtest_brief=1 > $OUT/racecheck.log 2>&1
 echo "== racecheck rc=$?"; tail -4 $OUT/racecheck.log

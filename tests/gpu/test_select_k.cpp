@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -63,6 +64,9 @@ struct Shape {
   int64_t stride_pad = 0;  // row_stride = cols + pad (an odd pad also misaligns rows)
   bool in_indices = false;
   bool relative_to_k = false;
+  // FM_SELECT_LONG_ROWS for the call ("pieces": long rows stored back to back selected as
+  // pieces of up to 65536 columns, then again over the pieces' results).
+  const char* long_rows = nullptr;
 };
 
 struct Param {
@@ -169,8 +173,10 @@ TEST_P(SelectKTest, MatchesCpuReference) {
   // cudaMemcpy/cudaMemset on the legacy stream do not order with the library's non-blocking
   // stream: wait for them before queueing the selection.
   CUDA_OK(cudaDeviceSynchronize());
+  if (p.shape.long_rows) setenv("FM_SELECT_LONG_ROWS", p.shape.long_rows, 1);
   select_k(res, d_dist, rows, cols, stride, k, p.algo, d_vals, d_idx, d_ids);
   res.Synchronize();
+  if (p.shape.long_rows) unsetenv("FM_SELECT_LONG_ROWS");
   std::vector<float> vals(out_n);
   std::vector<int64_t> idx(out_n);
   CUDA_OK(cudaMemcpy(vals.data(), d_vals, out_n * sizeof(float), cudaMemcpyDeviceToHost));
@@ -271,6 +277,26 @@ std::vector<Param> AllParams() {
     for (int64_t k : {32, 256, 1000}) {
       out.push_back({a, k, {"long_rows", 800, 131072, Fill::kRandom}});
       out.push_back({a, k, {"long_mixed", 800, 100003, Fill::kMixed}});
+    }
+  }
+  // Long rows stored back to back, as pieces (forced; the rule takes them where they measured
+  // faster): pieces of 16384 columns on few rows (four a row of 2^18, a row of 196608 with the
+  // caller's indices and NaN/inf, 300000 columns in pieces of 20000), 65536 on enough rows; the
+  // second pass merges each row's sorted pieces in shared memory, or, past it (256 pieces a row
+  // of 2^22 at k = 1000 and 2048), selects again over them.
+  for (SelectAlgo a : {SelectAlgo::kQuickMultiSelect, SelectAlgo::kAuto}) {
+    for (int64_t k : {1, 32, 256, 1000, 2048}) {
+      out.push_back({a, k, {"long_pieces", 48, 262144, Fill::kMixed, 0, false, false, "pieces"}});
+      out.push_back(
+          {a, k, {"long_pieces_ids", 16, 196608, Fill::kInfNan, 0, true, false, "pieces"}});
+      out.push_back({a, k, {"long_pieces_300k", 8, 300000, Fill::kDuplicates, 0, false, false,
+                            "pieces"}});
+      out.push_back({a, k, {"long_pieces_2rows", 2, 4194304, Fill::kMixed, 0, false, false,
+                            "pieces"}});
+    }
+    for (int64_t k : {32, 1000}) {
+      out.push_back({a, k, {"long_pieces_many", 400, 131072, Fill::kRandom, 0, false, false,
+                            "pieces"}});
     }
   }
   // Past the largest bucket: the documented fallback.

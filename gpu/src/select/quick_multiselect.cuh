@@ -742,8 +742,8 @@ auto QmsBucketFinishFor(int64_t cols) {
 // never leave the SM (on 8192 columns at k = 1024 they were about 70 MB written to global memory
 // and read back), and a block's finish overlaps the other blocks' streaming; before it, each warp
 // asks L2 for the first piece it will filter of the block's next row. Rows the finish refuses,
-// or with more survivors than the list holds, are handed back.
-constexpr int64_t kBlockRowMaxCols = 65536;
+// or with more survivors than the list holds, are handed back. (kBlockRowMaxCols: the 16-bit
+// columns of the list.)
 template <int KB>
 constexpr bool kBlockRowBucket = KB >= 32 && KB <= 2048;
 

@@ -428,6 +428,10 @@ __host__ __device__ inline int QmsSplitCap(int64_t cols, int64_t k) {
   return cap;
 }
 
+// The longest rows quick multi-select's fused filter-and-finish kernel takes (its survivor
+// list keeps 16-bit columns).
+constexpr int64_t kBlockRowMaxCols = 65536;
+
 // Whether rows of `cols` suit the row-parallel quick multi-select for k: long enough to sample,
 // and a sampled pivot expected to leave at most half the survivor list (QmsSplitCap; the
 // expected survivors are the pivot's sample rank times cols / the sample's size).

@@ -1,12 +1,16 @@
 // select_k: argument checks, the choice of algorithm (kAuto) and the dispatch to a bucket of k.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
+
+#include <cub/block/block_scan.cuh>
 
 #include "fm/gpu/select_k.h"
 #include "select/select_launch.cuh"
@@ -133,6 +137,239 @@ const DeviceLimits& Limits(int device) {
   return cache.emplace(device, l).first->second;
 }
 
+using namespace detail;
+
+// Long rows viewed as pieces. Rows of more than kBlockRowMaxCols columns stored back to back
+// (row_stride == cols) are, cut into pieces of `len` columns that divide them, a matrix of
+// rows x (cols / len) rows of len columns: the fused filter-and-finish kernel selects k in each
+// piece, then k are selected again over each row's pieces. The length: a multiple of 4 that
+// divides cols, at least 16384 and 8k columns; the longest up to kBlockRowMaxCols that makes at
+// least `want` pieces in all, else the shortest (0: none).
+int64_t LongRowPieceLen(int64_t rows, int64_t cols, int64_t k, int64_t want) {
+  const int64_t min_len = std::max<int64_t>(16384, 8 * k);
+  int64_t best = 0;
+  for (int64_t pieces = (cols + kBlockRowMaxCols - 1) / kBlockRowMaxCols;; ++pieces) {
+    const int64_t len = cols / pieces;
+    if (len < min_len) return best;
+    if (len * pieces == cols && len % 4 == 0) {
+      best = len;
+      if (rows * pieces >= want) return best;
+    }
+  }
+}
+
+// Launch rows that fill the GPU for quick multi-select's one-block and fused paths.
+int64_t WantRows(const SelectArgs& a) { return 6 * static_cast<int64_t>(a.sms); }
+
+// The second pass over the pieces, where a row's results fit shared memory: its `pieces` runs of
+// k words, each ascending by (value, column), the pieces in column order. The k-th smallest key
+// is found by bisection over the keys (the words at or under a key counted by a binary search in
+// each run); every run then gives its words under that key and, in run order, as many of its
+// words at it as k still needs (equal keys: the lower column first). Those k words, packed with
+// their place in the row's results (which orders ties by column), are sorted by the block and
+// written. A block a row: 256 threads sort 256 E words (k <= 256 E).
+constexpr int kMergeThreads = 256;
+template <int E>
+__global__ void __launch_bounds__(kMergeThreads)
+    MergePiecesKernel(const float* mid_val, const int64_t* mid_idx, int pieces, int k,
+                      int64_t len, bool offset, float* out_val, int64_t* out_idx) {
+  constexpr int N = kMergeThreads * E;
+  extern __shared__ __align__(16) unsigned char merge_smem[];
+  u64* words = reinterpret_cast<u64*>(merge_smem);  // N
+  int* take = reinterpret_cast<int*>(words + N);     // pieces: words a run gives
+  int* first = take + pieces;                        // pieces: where they go in words[]
+  unsigned* keys = reinterpret_cast<unsigned*>(first + pieces);  // pieces * k
+  using Scan = cub::BlockScan<u64, kMergeThreads>;
+  __shared__ typename Scan::TempStorage scan_tmp;
+  __shared__ int count;
+  const int t = threadIdx.x;
+  const int64_t r = blockIdx.x;
+  const int n = pieces * k;
+  const float* v = mid_val + r * n;
+  // Eight loads a thread in flight (one at a time, the few blocks of few rows waited on each).
+  constexpr int kBatch = 8;
+  for (int i0 = t; i0 < n; i0 += kMergeThreads * kBatch) {
+    float x[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int i = i0 + b * kMergeThreads;
+      x[b] = i < n ? __ldg(v + i) : 0.0f;
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int i = i0 + b * kMergeThreads;
+      if (i < n) keys[i] = FloatKey(x[b]);
+    }
+  }
+  // The words of run p under key x (or at most x).
+  auto count_in = [&](int p, unsigned x, bool at_most) {
+    const unsigned* run = keys + static_cast<int64_t>(p) * k;
+    int lo = 0, hi = k;
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (run[mid] < x || (at_most && run[mid] == x)) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  };
+  // The k-th key: the smallest with k words at or under it.
+  unsigned lo = 0, hi = 0xffffffffu;
+  while (lo < hi) {
+    const unsigned mid = lo + (hi - lo) / 2;
+    if (t == 0) count = 0;
+    __syncthreads();
+    int c = 0;
+    for (int p = t; p < pieces; p += kMergeThreads) c += count_in(p, mid, true);
+    if (c) atomicAdd(&count, c);
+    __syncthreads();
+    if (count >= k) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+    __syncthreads();  // count is cleared again
+  }
+  // Each thread a stretch of runs: their words under the key and at it, summed over the block.
+  const int per = (pieces + kMergeThreads - 1) / kMergeThreads;
+  const int p0 = min(pieces, t * per), p1 = min(pieces, p0 + per);
+  u64 mine = 0;  // words under the key << 32 | words at it
+  for (int p = p0; p < p1; ++p) {
+    const int under = count_in(p, lo, false), at = count_in(p, lo, true) - under;
+    take[p] = under;
+    first[p] = at;
+    mine += (u64{static_cast<unsigned>(under)} << 32) | static_cast<unsigned>(at);
+  }
+  u64 before = 0, all = 0;
+  Scan(scan_tmp).ExclusiveSum(mine, before, all);
+  const int need = k - static_cast<int>(all >> 32);  // words at the key taken, in run order
+  int under_before = static_cast<int>(before >> 32);
+  int at_before = static_cast<int>(before & 0xffffffffu);
+  for (int p = p0; p < p1; ++p) {
+    const int under = take[p], at = first[p];
+    take[p] = under + max(0, min(at, need - at_before));
+    first[p] = under_before + min(at_before, need);
+    under_before += under;
+    at_before += at;
+  }
+  for (int i = k + t; i < N; i += kMergeThreads) words[i] = ~u64{0};
+  __syncthreads();
+  for (int e = t; e < n; e += kMergeThreads) {
+    const int p = e / k, i = e - p * k;
+    if (i < take[p]) words[first[p] + i] = Pack(keys[e], e);
+  }
+  __syncthreads();
+  BlockSortWords<kMergeThreads, E>(words);
+  int at[E];
+  float val[E];
+  int64_t id[E];
+#pragma unroll
+  for (int m = 0; m < E; ++m) {
+    const int j = t + m * kMergeThreads;
+    at[m] = j < k ? static_cast<int>(words[j] & 0xffffffffu) : 0;
+    val[m] = __ldg(v + at[m]);
+    id[m] = __ldg(mid_idx + r * n + at[m]);
+  }
+#pragma unroll
+  for (int m = 0; m < E; ++m) {
+    const int j = t + m * kMergeThreads;
+    if (j < k) {
+      out_val[r * k + j] = val[m];
+      out_idx[r * k + j] = offset ? at[m] / k * len + id[m] : id[m];
+    }
+  }
+}
+
+// Shared memory of MergePiecesKernel<E> for a row of `pieces` runs of k words.
+int64_t MergePiecesShared(int e, int64_t pieces, int64_t k) {
+  return int64_t{kMergeThreads} * e * 8 + pieces * 8 + pieces * k * 4;
+}
+int MergePiecesE(int64_t k) { return k <= 256 ? 1 : k <= 512 ? 2 : k <= 1024 ? 4 : 8; }
+// Whether a row of `pieces` runs fits the merge's shared memory (beside its scan and count).
+bool MergePiecesFits(const SelectArgs& a, int64_t pieces) {
+  return MergePiecesShared(MergePiecesE(a.k), pieces, a.k) + 1024 <= a.max_shared_bytes;
+}
+
+// Whether quick multi-select takes long rows as pieces: where rows are too few to fill the GPU
+// (else the row-parallel filter is faster: on an H100 0.95 / 0.91 / 0.90 of the read bandwidth
+// at k = 32 / 256 / 1024 on 1024 rows of 2^20 columns against 0.90 / 0.85 / 0.77 as pieces),
+// with at most kMergeMaxPieces pieces a row whose results fit the merge's shared memory. H100,
+// against rows cut into pieces for the one-block path: 256 rows of 2^20 columns -9 / -9 / -24 %
+// at k = 32 / 256 / 1024, 64 rows of 2^22 -19 / -18 % at k = 32 / 256, 8 rows of 2^20 -41 % at
+// k = 256 (k = 32 the same); 2 rows of 2^24 (512 pieces a row) +24 % at k = 32
+// (bench/results/select_long_pieces_ab_h100.txt). FM_SELECT_LONG_ROWS=pieces or =rows
+// overrides the rule wherever the rows can be viewed as pieces.
+constexpr int64_t kMergeMaxPieces = 256;
+bool LongRowsAsPieces(const SelectArgs& a) {
+  if (a.cols <= kBlockRowMaxCols || a.row_stride != a.cols) return false;
+  const int64_t len = LongRowPieceLen(a.rows, a.cols, a.k, WantRows(a));
+  if (len == 0) return false;
+  if (const char* env = std::getenv("FM_SELECT_LONG_ROWS")) {
+    if (std::strcmp(env, "pieces") == 0) return true;
+    if (std::strcmp(env, "rows") == 0) return false;
+  }
+  const int64_t pieces = a.cols / len;
+  return a.rows < WantRows(a) && pieces <= kMergeMaxPieces && MergePiecesFits(a, pieces);
+}
+
+// The second pass where a row's results do not fit shared memory: selected again as a row of
+// pieces * k words, whose positions out_idx then holds; each becomes the column it stands for
+// (its piece's first column plus its column in the piece), or the caller's index carried
+// through the first pass.
+__global__ void PieceColumnsKernel(int64_t* out_idx, const int64_t* mid_idx, int64_t n, int k,
+                                   int64_t per_row, int64_t len, bool offset) {
+  const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const int64_t pos = out_idx[i];
+  if (pos < 0) return;  // padding (k > the row's words)
+  const int64_t idx = mid_idx[i / k * per_row + pos];
+  out_idx[i] = offset && idx >= 0 ? pos / k * len + idx : idx;
+}
+
+void SelectLongRowsAsPieces(SelectAlgo use, const SelectArgs& a) {
+  const int64_t len = LongRowPieceLen(a.rows, a.cols, a.k, WantRows(a));
+  const int64_t pieces = a.cols / len;
+  const int64_t inter = a.rows * pieces * a.k;
+  char* ws = static_cast<char*>(SelectWorkspace(
+      static_cast<size_t>(inter) * (sizeof(float) + sizeof(int64_t)) + 256, a.stream, 0));
+  int64_t* mid_idx = reinterpret_cast<int64_t*>(ws);
+  float* mid_val = reinterpret_cast<float*>(ws + inter * sizeof(int64_t));
+  SelectArgs s1 = a;  // the caller's indices, if any, are viewed the same way
+  s1.rows = a.rows * pieces;
+  s1.cols = len;
+  s1.row_stride = len;
+  s1.out_values = mid_val;
+  s1.out_indices = mid_idx;
+  Launch(use, s1);
+  const bool offset = a.in_indices == nullptr;
+  if (MergePiecesFits(a, pieces)) {
+    const int e = MergePiecesE(a.k);
+    auto kernel = e == 1   ? MergePiecesKernel<1>
+                  : e == 2 ? MergePiecesKernel<2>
+                  : e == 4 ? MergePiecesKernel<4>
+                           : MergePiecesKernel<8>;
+    const int bytes = static_cast<int>(MergePiecesShared(e, pieces, a.k));
+    PrepareSharedMemory(kernel, bytes, a);
+    kernel<<<static_cast<unsigned>(a.rows), kMergeThreads, bytes, a.stream>>>(
+        mid_val, mid_idx, static_cast<int>(pieces), a.k, len, offset, a.out_values,
+        a.out_indices);
+    FM_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  SelectArgs s2 = a;
+  s2.distances = mid_val;
+  s2.cols = pieces * a.k;
+  s2.row_stride = pieces * a.k;
+  s2.in_indices = nullptr;
+  Launch(use, s2);
+  const int64_t n = a.rows * a.k;
+  PieceColumnsKernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, a.stream>>>(
+      a.out_indices, mid_idx, n, a.k, pieces * a.k, len, offset);
+  FM_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void select_k(const Resources& res, const float* distances, int64_t rows, int64_t cols,
@@ -188,8 +425,13 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
   a.sms = lim.sms;
   a.dram_bytes_per_us_sm = lim.dram_bytes_per_us_sm;
   const int sms = lim.sms;
+  if (use == SelectAlgo::kQuickMultiSelect && LongRowsAsPieces(a)) {
+    SelectLongRowsAsPieces(use, a);
+    return;
+  }
   if (use == SelectAlgo::kMergeQueue || use == SelectAlgo::kQuickMultiSelect) {
-    // Few long rows leave SMs idle with one block per row: cut each row into pieces (each at
+    // Few long rows leave SMs idle with one block per row (where they were not taken as pieces
+    // by the fused kernel above): cut each row into pieces (each at
     // least 16384 and 8k columns, a multiple of 4 so 16-byte loads stay aligned), select k in
     // every piece, then select k again over the pieces' results, carrying their indices.
     // Launch rows that fill the GPU: the warp-per-row merge queue needs about 32 per SM.
