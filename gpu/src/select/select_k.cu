@@ -292,16 +292,21 @@ bool MergePiecesFits(const SelectArgs& a, int64_t pieces) {
   return MergePiecesShared(MergePiecesE(a.k), pieces, a.k) + 1024 <= a.max_shared_bytes;
 }
 
-// Whether quick multi-select takes long rows as pieces: where rows are too few to fill the GPU
-// (else the row-parallel filter is faster: on an H100 0.95 / 0.91 / 0.90 of the read bandwidth
-// at k = 32 / 256 / 1024 on 1024 rows of 2^20 columns against 0.90 / 0.85 / 0.77 as pieces),
-// with at most kMergeMaxPieces pieces a row whose results fit the merge's shared memory. H100,
-// against rows cut into pieces for the one-block path: 256 rows of 2^20 columns -9 / -9 / -24 %
-// at k = 32 / 256 / 1024, 64 rows of 2^22 -19 / -18 % at k = 32 / 256, 8 rows of 2^20 -41 % at
-// k = 256 (k = 32 the same); 2 rows of 2^24 (512 pieces a row) +24 % at k = 32
-// (bench/results/select_long_pieces_ab_h100.txt). FM_SELECT_LONG_ROWS=pieces or =rows
-// overrides the rule wherever the rows can be viewed as pieces.
+// Whether quick multi-select takes long rows as pieces, a row having at most kMergeMaxPieces
+// pieces whose results fit the merge's shared memory: where the rows are too few to fill the GPU
+// (against rows cut for the one-block path, H100: 256 rows of 2^20 columns -9 / -9 / -24 % at
+// k = 32 / 256 / 1024, 64 rows of 2^22 -19 / -18 % at k = 32 / 256, 8 rows of 2^20 -41 % at
+// k = 256, k = 32 the same; 2 rows of 2^24, 512 pieces a row, +24 % at k = 32; H200: 256 rows of
+// 2^20 -18 / -24 / -39 %), and for k <= 256 on devices whose DRAM outruns the row-parallel
+// filter, each SM's share of its peak above kPiecesDramPerSm (an H200, about 37 KB a
+// microsecond, where the filter reads 0.73-0.76 of the bandwidth on 1024 rows of 2^20 columns
+// and the pieces 0.81-0.87: -12 / -12 / -11 / -10 % at k = 32 / 64 / 128 / 256, -0.4 % at 512,
+// +7 % at 1024; not an H100, about 25 KB, where the filter reads 0.95 / 0.91 / 0.90 at k = 32 /
+// 256 / 1024 and the pieces 0.90 / 0.85 / 0.77). bench/results/select_long_pieces_ab_h100.txt,
+// select_long_pieces_ab_h200.txt. FM_SELECT_LONG_ROWS=pieces or =rows overrides the rule
+// wherever the rows can be viewed as pieces.
 constexpr int64_t kMergeMaxPieces = 256;
+constexpr double kPiecesDramPerSm = 30000;  // bytes a microsecond
 bool LongRowsAsPieces(const SelectArgs& a) {
   if (a.cols <= kBlockRowMaxCols || a.row_stride != a.cols) return false;
   const int64_t len = LongRowPieceLen(a.rows, a.cols, a.k, WantRows(a));
@@ -311,7 +316,8 @@ bool LongRowsAsPieces(const SelectArgs& a) {
     if (std::strcmp(env, "rows") == 0) return false;
   }
   const int64_t pieces = a.cols / len;
-  return a.rows < WantRows(a) && pieces <= kMergeMaxPieces && MergePiecesFits(a, pieces);
+  if (pieces > kMergeMaxPieces || !MergePiecesFits(a, pieces)) return false;
+  return a.rows < WantRows(a) || (a.k <= 256 && a.dram_bytes_per_us_sm > kPiecesDramPerSm);
 }
 
 // The second pass where a row's results do not fit shared memory: selected again as a row of
