@@ -298,7 +298,7 @@ bool MergePiecesFits(const SelectArgs& a, int64_t pieces) {
 // k = 32 / 256 / 1024, 64 rows of 2^22 -19 / -18 % at k = 32 / 256, 8 rows of 2^20 -41 % at
 // k = 256, k = 32 the same; 2 rows of 2^24, 512 pieces a row, +24 % at k = 32; H200: 256 rows of
 // 2^20 -18 / -24 / -39 %), and for k <= 256 on devices whose DRAM outruns the row-parallel
-// filter, each SM's share of its peak above kPiecesDramPerSm (an H200, about 37 KB a
+// filter, each SM's share of its peak above kPiecesDramPerSm (an H200, about 36 KB a
 // microsecond, where the filter reads 0.73-0.76 of the bandwidth on 1024 rows of 2^20 columns
 // and the pieces 0.81-0.87: -12 / -12 / -11 / -10 % at k = 32 / 64 / 128 / 256, -0.4 % at 512,
 // +7 % at 1024; not an H100, about 25 KB, where the filter reads 0.95 / 0.91 / 0.90 at k = 32 /
