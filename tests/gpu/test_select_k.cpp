@@ -282,8 +282,8 @@ std::vector<Param> AllParams() {
   // Long rows stored back to back, as pieces (forced; the rule takes them where they measured
   // faster): pieces of 16384 columns on few rows (16 a row of 2^18, 12 a row of 196608 with the
   // caller's indices and NaN/inf, 300000 columns in pieces of 20000), 65536 on enough rows; the
-  // second pass merges each row's sorted pieces in shared memory, or, past it (256 pieces a row
-  // of 2^22 at k = 256, 1000 and 2048), selects again over them.
+  // second pass merges each row's sorted pieces in shared memory. Where their results would not
+  // fit it (256 pieces a row of 2^22 at k = 256, 1000 and 2048) the rows stay on the cut-rows path.
   for (SelectAlgo a : {SelectAlgo::kQuickMultiSelect, SelectAlgo::kAuto}) {
     for (int64_t k : {1, 32, 256, 1000, 2048}) {
       out.push_back({a, k, {"long_pieces", 48, 262144, Fill::kMixed, 0, false, false, "pieces"}});

@@ -139,6 +139,18 @@ const DeviceLimits& Limits(int device) {
 
 using namespace detail;
 
+// The pieces' results between the two passes over cut rows: `words` values and indices in the
+// selection workspace's slot 0.
+struct PieceResults {
+  float* values;
+  int64_t* indices;
+};
+PieceResults PieceResultsWorkspace(int64_t words, cudaStream_t stream) {
+  char* ws = static_cast<char*>(SelectWorkspace(
+      static_cast<size_t>(words) * (sizeof(float) + sizeof(int64_t)) + 256, stream, 0));
+  return {reinterpret_cast<float*>(ws + words * sizeof(int64_t)), reinterpret_cast<int64_t*>(ws)};
+}
+
 // Long rows viewed as pieces. Rows of more than kBlockRowMaxCols columns stored back to back
 // (row_stride == cols) are, cut into pieces of `len` columns that divide them, a matrix of
 // rows x (cols / len) rows of len columns: the fused filter-and-finish kernel selects k in each
@@ -304,75 +316,44 @@ bool MergePiecesFits(const SelectArgs& a, int64_t pieces) {
 // +7 % at 1024; not an H100, about 25 KB, where the filter reads 0.95 / 0.91 / 0.90 at k = 32 /
 // 256 / 1024 and the pieces 0.90 / 0.85 / 0.77). bench/results/select_long_pieces_ab_h100.txt,
 // select_long_pieces_ab_h200.txt. FM_SELECT_LONG_ROWS=pieces or =rows overrides the rule
-// wherever the rows can be viewed as pieces.
+// wherever the rows can be viewed as pieces whose results fit the merge.
 constexpr int64_t kMergeMaxPieces = 256;
 constexpr double kPiecesDramPerSm = 30000;  // bytes a microsecond
-bool LongRowsAsPieces(const SelectArgs& a) {
-  if (a.cols <= kBlockRowMaxCols || a.row_stride != a.cols) return false;
+// The pieces' length where quick multi-select takes the rows as pieces, else 0.
+int64_t LongRowsAsPieces(const SelectArgs& a) {
+  if (a.cols <= kBlockRowMaxCols || a.row_stride != a.cols) return 0;
   const int64_t len = LongRowPieceLen(a.rows, a.cols, a.k, WantRows(a));
-  if (len == 0) return false;
+  if (len == 0 || !MergePiecesFits(a, a.cols / len)) return 0;
   if (const char* env = std::getenv("FM_SELECT_LONG_ROWS")) {
-    if (std::strcmp(env, "pieces") == 0) return true;
-    if (std::strcmp(env, "rows") == 0) return false;
+    if (std::strcmp(env, "pieces") == 0) return len;
+    if (std::strcmp(env, "rows") == 0) return 0;
   }
-  const int64_t pieces = a.cols / len;
-  if (pieces > kMergeMaxPieces || !MergePiecesFits(a, pieces)) return false;
-  return a.rows < WantRows(a) || (a.k <= 256 && a.dram_bytes_per_us_sm > kPiecesDramPerSm);
+  if (a.cols / len > kMergeMaxPieces) return 0;
+  const bool take =
+      a.rows < WantRows(a) || (a.k <= 256 && a.dram_bytes_per_us_sm > kPiecesDramPerSm);
+  return take ? len : 0;
 }
 
-// The second pass where a row's results do not fit shared memory: selected again as a row of
-// pieces * k words, whose positions out_idx then holds; each becomes the column it stands for
-// (its piece's first column plus its column in the piece), or the caller's index carried
-// through the first pass.
-__global__ void PieceColumnsKernel(int64_t* out_idx, const int64_t* mid_idx, int64_t n, int k,
-                                   int64_t per_row, int64_t len, bool offset) {
-  const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const int64_t pos = out_idx[i];
-  if (pos < 0) return;  // padding (k > the row's words)
-  const int64_t idx = mid_idx[i / k * per_row + pos];
-  out_idx[i] = offset && idx >= 0 ? pos / k * len + idx : idx;
-}
-
-void SelectLongRowsAsPieces(SelectAlgo use, const SelectArgs& a) {
-  const int64_t len = LongRowPieceLen(a.rows, a.cols, a.k, WantRows(a));
+void SelectLongRowsAsPieces(SelectAlgo use, const SelectArgs& a, int64_t len) {
   const int64_t pieces = a.cols / len;
-  const int64_t inter = a.rows * pieces * a.k;
-  char* ws = static_cast<char*>(SelectWorkspace(
-      static_cast<size_t>(inter) * (sizeof(float) + sizeof(int64_t)) + 256, a.stream, 0));
-  int64_t* mid_idx = reinterpret_cast<int64_t*>(ws);
-  float* mid_val = reinterpret_cast<float*>(ws + inter * sizeof(int64_t));
+  const PieceResults mid = PieceResultsWorkspace(a.rows * pieces * a.k, a.stream);
   SelectArgs s1 = a;  // the caller's indices, if any, are viewed the same way
   s1.rows = a.rows * pieces;
   s1.cols = len;
   s1.row_stride = len;
-  s1.out_values = mid_val;
-  s1.out_indices = mid_idx;
+  s1.out_values = mid.values;
+  s1.out_indices = mid.indices;
   Launch(use, s1);
-  const bool offset = a.in_indices == nullptr;
-  if (MergePiecesFits(a, pieces)) {
-    const int e = MergePiecesE(a.k);
-    auto kernel = e == 1   ? MergePiecesKernel<1>
-                  : e == 2 ? MergePiecesKernel<2>
-                  : e == 4 ? MergePiecesKernel<4>
-                           : MergePiecesKernel<8>;
-    const int bytes = static_cast<int>(MergePiecesShared(e, pieces, a.k));
-    PrepareSharedMemory(kernel, bytes, a);
-    kernel<<<static_cast<unsigned>(a.rows), kMergeThreads, bytes, a.stream>>>(
-        mid_val, mid_idx, static_cast<int>(pieces), a.k, len, offset, a.out_values,
-        a.out_indices);
-    FM_CUDA_CHECK_LAUNCH();
-    return;
-  }
-  SelectArgs s2 = a;
-  s2.distances = mid_val;
-  s2.cols = pieces * a.k;
-  s2.row_stride = pieces * a.k;
-  s2.in_indices = nullptr;
-  Launch(use, s2);
-  const int64_t n = a.rows * a.k;
-  PieceColumnsKernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, a.stream>>>(
-      a.out_indices, mid_idx, n, a.k, pieces * a.k, len, offset);
+  const int e = MergePiecesE(a.k);
+  auto kernel = e == 1   ? MergePiecesKernel<1>
+                : e == 2 ? MergePiecesKernel<2>
+                : e == 4 ? MergePiecesKernel<4>
+                         : MergePiecesKernel<8>;
+  const int bytes = static_cast<int>(MergePiecesShared(e, pieces, a.k));
+  PrepareSharedMemory(kernel, bytes, a);
+  kernel<<<static_cast<unsigned>(a.rows), kMergeThreads, bytes, a.stream>>>(
+      mid.values, mid.indices, static_cast<int>(pieces), a.k, len, a.in_indices == nullptr,
+      a.out_values, a.out_indices);
   FM_CUDA_CHECK_LAUNCH();
 }
 
@@ -431,9 +412,11 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
   a.sms = lim.sms;
   a.dram_bytes_per_us_sm = lim.dram_bytes_per_us_sm;
   const int sms = lim.sms;
-  if (use == SelectAlgo::kQuickMultiSelect && LongRowsAsPieces(a)) {
-    SelectLongRowsAsPieces(use, a);
-    return;
+  if (use == SelectAlgo::kQuickMultiSelect) {
+    if (const int64_t len = LongRowsAsPieces(a)) {
+      SelectLongRowsAsPieces(use, a, len);
+      return;
+    }
   }
   if (use == SelectAlgo::kMergeQueue || use == SelectAlgo::kQuickMultiSelect) {
     // Few long rows leave SMs idle with one block per row (where they were not taken as pieces
@@ -442,30 +425,26 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
     // every piece, then select k again over the pieces' results, carrying their indices.
     // Launch rows that fill the GPU: the warp-per-row merge queue needs about 32 per SM.
     const bool warp_rows = use == SelectAlgo::kMergeQueue && k <= 1024;
-    const int64_t want = (warp_rows ? 32 : 6) * static_cast<int64_t>(sms);
+    const int64_t want = warp_rows ? 32 * static_cast<int64_t>(sms) : WantRows(a);
     const int64_t min_len = std::max<int64_t>(16384, 8 * k);
     if (rows < want && cols >= 2 * min_len) {
       int64_t pieces = std::min((want + rows - 1) / rows, cols / min_len);
       int64_t len = (cols / pieces + 3) / 4 * 4;
       pieces = std::max<int64_t>(1, cols / len);  // the last piece takes the rest (>= len)
       if (pieces > 1) {
-        const int64_t inter = rows * pieces * k;
-        char* ws = static_cast<char*>(SelectWorkspace(
-            static_cast<size_t>(inter) * (sizeof(float) + sizeof(int64_t)) + 256, a.stream, 0));
-        int64_t* mid_idx = reinterpret_cast<int64_t*>(ws);
-        float* mid_val = reinterpret_cast<float*>(ws + inter * sizeof(int64_t));
+        const PieceResults mid = PieceResultsWorkspace(rows * pieces * k, a.stream);
         SelectArgs s1 = a;
         s1.rows = rows * pieces;
         s1.segments = pieces;
         s1.seg_len = len;
-        s1.out_values = mid_val;
-        s1.out_indices = mid_idx;
+        s1.out_values = mid.values;
+        s1.out_indices = mid.indices;
         Launch(use, s1);
         SelectArgs s2 = a;
-        s2.distances = mid_val;
+        s2.distances = mid.values;
         s2.cols = pieces * k;
         s2.row_stride = pieces * k;
-        s2.in_indices = mid_idx;
+        s2.in_indices = mid.indices;
         Launch(use, s2);
         return;
       }
