@@ -51,9 +51,11 @@ uint32_t Bits(float v) {
 // kNegNan: NaNs with the sign bit set (they order under -inf by their bits), a third of the
 // words on even rows (the sampled pivot is such a NaN) and one in fifty on odd rows, a few NaNs
 // of a clear sign bit besides.
+// kZeros: random, with one word in twenty -0 and one +0: the sampled pivot is zero for k up to
+// a few hundred on 8192 columns, and -0 and +0 tie (ordered by column).
 enum class Fill {
   kRandom, kDuplicates, kAllEqual, kInfNan, kSorted, kReverse, kNegative, kSampleTrap, kMixed,
-  kCrowded, kNegNan
+  kCrowded, kNegNan, kZeros
 };
 
 struct Shape {
@@ -114,6 +116,11 @@ std::vector<float> MakeRows(const Shape& s, int64_t cols, int64_t stride, uint32
         case Fill::kNegNan: {
           const uint32_t p = gen() % 300;
           v = p < (r % 2 == 0 ? 100u : 6u) ? neg_nan : p == 299 ? nan : v;
+          break;
+        }
+        case Fill::kZeros: {
+          const uint32_t p = gen() % 20;
+          v = p == 0 ? -0.0f : p == 1 ? 0.0f : v;
           break;
         }
         case Fill::kInfNan: {
@@ -246,6 +253,9 @@ const Shape kShapes[] = {
     // with the smallest values at the end of the row.
     {"reverse_65537", 4, 65537, Fill::kReverse},
     {"neg_nan_8k", 16, 8192, Fill::kNegNan},
+    // Aligned rows under a finite pivot of zero (the survivors' keys are made without the NaN
+    // test; -0 and +0 must tie).
+    {"zeros_8k", 16, 8192, Fill::kZeros},
     // Rows where k is a large share (under 8k columns) go row-parallel through the fused kernel:
     // the whole row its survivors where it fits the list (3000 columns at k = 1000), else a pivot
     // from a wider sample rank (5000 columns at k = 1000, 3000 at k = 500).

@@ -80,6 +80,14 @@ __host__ __device__ inline unsigned FloatKey(float v) {
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
+// FloatKey of a value known not to be NaN (a word at or under a finite threshold): the same key,
+// without the NaN test.
+__device__ __forceinline__ unsigned NumberKey(float v) {
+  const unsigned u = __float_as_uint(v);
+  if (u == 0x80000000u) return u;  // -0 -> the key of +0
+  return u ^ (static_cast<unsigned>(static_cast<int>(u) >> 31) | 0x80000000u);
+}
+
 // FloatKey without the NaN and -0 cases: the same order for every other value, -0 just under +0,
 // NaNs of a set sign bit under -inf and the others above +inf.
 __device__ __forceinline__ unsigned OrderKey(float v) {
