@@ -768,6 +768,7 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
                                                           int ppr, QmsSplitScratch s) {
   using C = QmsBlockRowConfig<KB, T>;
   constexpr int U = kFilterVec;
+  constexpr bool kNumberKeys = KB >= 512 || (T == 128 && KB >= 128);
   extern __shared__ __align__(16) unsigned char block_row_smem[];
   unsigned* keys = reinterpret_cast<unsigned*>(block_row_smem);
   uint16_t* cols16 = reinterpret_cast<uint16_t*>(block_row_smem + C::kCap * 4);
@@ -819,9 +820,10 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
       }
       __syncwarp();
       // The piece's survivors into the list. Under a finite threshold (`whole`) none is NaN and
-      // the key needs no NaN test: H100, 8192 rows, -1.5 to -2.9 % at k = 128-1024 on 8192
-      // columns, -0.8 / -2.5 % at k = 512 / 1024 on 16384 (bench/results/select.md "Survivor
-      // keys without the NaN test").
+      // the key needs no NaN test (kNumberKeys): H100, 8192 rows, separate builds, -1.9 to -2.9 %
+      // at k = 512 / 1024 on 8192 columns, -1.3 to -2.5 % on 16384, -0.7 to -2.2 % at k = 256 on
+      // 8192; with 256 threads at k <= 256 it cost +0.2 to +1.3 % on 32768 and 65536 columns, so
+      // not there (bench/results/select.md "Survivor keys without the NaN test").
       auto store_all = [&](auto finite) {
         for (int slot = pos; bits; ++slot) {
           const int j = __ffs(bits) - 1;
@@ -838,8 +840,12 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
           }
         }
       };
-      if (whole) {
-        store_all(std::true_type{});
+      if constexpr (kNumberKeys) {
+        if (whole) {
+          store_all(std::true_type{});
+        } else {
+          store_all(std::false_type{});
+        }
       } else {
         store_all(std::false_type{});
       }
