@@ -367,18 +367,6 @@ __device__ inline void PrefetchL2(const void* p, int bytes) {
 #endif
 }
 
-// A 64-bit word published to other blocks of a running grid: stored with release semantics at
-// GPU scope (everything the thread wrote before it is visible to a reader that acquires it), and
-// loaded with acquire semantics.
-__device__ inline void StoreReleaseGpu(unsigned long long* p, unsigned long long v) {
-  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ inline unsigned long long LoadAcquireGpu(const unsigned long long* p) {
-  unsigned long long v;
-  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-
 __device__ inline void AllowDependentGrid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" :::);
