@@ -180,10 +180,20 @@ TEST_P(SelectKTest, MatchesCpuReference) {
   // cudaMemcpy/cudaMemset on the legacy stream do not order with the library's non-blocking
   // stream: wait for them before queueing the selection.
   CUDA_OK(cudaDeviceSynchronize());
-  if (p.shape.long_rows) setenv("FM_SELECT_LONG_ROWS", p.shape.long_rows, 1);
-  select_k(res, d_dist, rows, cols, stride, k, p.algo, d_vals, d_idx, d_ids);
-  res.Synchronize();
-  if (p.shape.long_rows) unsetenv("FM_SELECT_LONG_ROWS");
+  {
+    // The shape's FM_SELECT_LONG_ROWS for this call only, even if it throws.
+    struct LongRowsEnv {
+      explicit LongRowsEnv(const char* v) : set(v != nullptr) {
+        if (set) setenv("FM_SELECT_LONG_ROWS", v, 1);
+      }
+      ~LongRowsEnv() {
+        if (set) unsetenv("FM_SELECT_LONG_ROWS");
+      }
+      bool set;
+    } env(p.shape.long_rows);
+    select_k(res, d_dist, rows, cols, stride, k, p.algo, d_vals, d_idx, d_ids);
+    res.Synchronize();
+  }
   std::vector<float> vals(out_n);
   std::vector<int64_t> idx(out_n);
   CUDA_OK(cudaMemcpy(vals.data(), d_vals, out_n * sizeof(float), cudaMemcpyDeviceToHost));

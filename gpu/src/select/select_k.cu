@@ -151,6 +151,10 @@ PieceResults PieceResultsWorkspace(int64_t words, cudaStream_t stream) {
   return {reinterpret_cast<float*>(ws + words * sizeof(int64_t)), reinterpret_cast<int64_t*>(ws)};
 }
 
+// The shortest piece a long row is cut into for k: 16384 columns and at least 8k, so that every
+// piece holds many more words than the k it gives.
+int64_t MinPieceLen(int64_t k) { return std::max<int64_t>(16384, 8 * k); }
+
 // Long rows viewed as pieces. Rows of more than kBlockRowMaxCols columns stored back to back
 // (row_stride == cols) are, cut into pieces of `len` columns that divide them, a matrix of
 // rows x (cols / len) rows of len columns: the fused filter-and-finish kernel selects k in each
@@ -158,7 +162,7 @@ PieceResults PieceResultsWorkspace(int64_t words, cudaStream_t stream) {
 // divides cols, at least 16384 and 8k columns; the longest up to kBlockRowMaxCols that makes at
 // least `want` pieces in all, else the shortest (0: none).
 int64_t LongRowPieceLen(int64_t rows, int64_t cols, int64_t k, int64_t want) {
-  const int64_t min_len = std::max<int64_t>(16384, 8 * k);
+  const int64_t min_len = MinPieceLen(k);
   int64_t best = 0;
   for (int64_t pieces = (cols + kBlockRowMaxCols - 1) / kBlockRowMaxCols;; ++pieces) {
     const int64_t len = cols / pieces;
@@ -426,7 +430,7 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
     // Launch rows that fill the GPU: the warp-per-row merge queue needs about 32 per SM.
     const bool warp_rows = use == SelectAlgo::kMergeQueue && k <= 1024;
     const int64_t want = warp_rows ? 32 * static_cast<int64_t>(sms) : WantRows(a);
-    const int64_t min_len = std::max<int64_t>(16384, 8 * k);
+    const int64_t min_len = MinPieceLen(k);
     if (rows < want && cols >= 2 * min_len) {
       int64_t pieces = std::min((want + rows - 1) / rows, cols / min_len);
       int64_t len = (cols / pieces + 3) / 4 * 4;
