@@ -216,9 +216,7 @@ template <int KB>
 int QmsResidentBlocksPerSm(int shmem, const SelectArgs& a) {
   auto kernel = QmsResidentKernel<KB>;
   PrepareSharedMemory(kernel, shmem, a);
-  int per_sm = 0;
-  FM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &per_sm, kernel, QmsResidentConfig<KB>::kThreads, shmem));
+  const int per_sm = BlocksPerSm(kernel, QmsResidentConfig<KB>::kThreads, shmem, a);
   return per_sm < 1 ? 1 : per_sm;
 }
 

@@ -25,6 +25,7 @@
 #include "select/bucket_finish.cuh"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <type_traits>
 
@@ -360,14 +361,16 @@ __device__ __forceinline__ float4 LdgEvictLast(const float4* p, uint64_t pol) {
 // with kRun = 64 the runs of LoadSample) and selects the word of rank `rank` alone, without
 // block barriers (rank kAdmitAll: no sample, a pivot that admits every word). Also clears
 // the filter's counters (QmsSplitScratch: count[rows], done[rows], fail_count, ticket,
-// contiguous). (A block per row measured slower:
+// contiguous). With a tag (not 0) each pivot word is published after its row's counters, with
+// release semantics, its low 32 bits the tag instead of all ones, for the fused kernel to start
+// the row on (QmsBlockRowKernel). (A block per row measured slower:
 // the pivots are a chain of latencies, and warps hide more of them. So did computing the pivots
 // beside the filter, the filter starting on rows whose pivot was ready: the pivot kernel then
 // held registers the filter needs to keep its loads in flight.)
 template <int kRun>
 __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64_t row0,
                                                             int rows, int rank, u64* pivots,
-                                                            int* counters) {
+                                                            int* counters, unsigned tag) {
   AllowDependentGrid();
   static_assert(kRun == 16 || kRun == 32 || kRun == 64, "32 runs of kRun words");
   constexpr int kLanesPerRun = kRun / 4, kRunsPerLoad = 32 / kLanesPerRun;
@@ -378,10 +381,14 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
   // The row's pivot word, and its filter counters cleared.
   auto publish = [&](u64 pivot) {
     if (lane == 0) {
-      pivots[lr] = pivot;
       counters[lr] = 0;         // survivors
       counters[rows + lr] = 0;  // groups done
       if (lr == 0) counters[2 * rows] = counters[2 * rows + 1] = 0;  // rows handed back, ticket
+      if (tag == 0) {
+        pivots[lr] = pivot;
+      } else {  // the fused kernel's row may start now: the pivot's key with the launch's tag
+        StoreReleaseGpu(&pivots[lr], (pivot & ~u64{0xffffffffu}) | tag);
+      }
     }
   };
   if (rank < 0) {  // kAdmitAll: every word of the row survives
@@ -736,13 +743,17 @@ auto QmsBucketFinishFor(int64_t cols) {
 // warp finish: -7.9 / -10.4 / -6.0 / -3.1 % at k = 256 on 8192 / 16384 /
 // 32768 / 65536 columns, -3.7 / -4.9 % at k = 128 on 8192 / 16384, -10 to -22 % on fewer rows
 // of 12000 and 65536 columns; +11 % at k = 32 / 64 on rows of 2048 columns,
-// bench/results/select_block_row_small_k_ab_h100.txt): a block takes a row at a time, its
-// warps filter the row's pieces under the row's pivot into a survivor list in the block's shared
+// bench/results/select_block_row_small_k_ab_h100.txt): a block takes a row at a time (its
+// first by its index, the next from a counter as it starts a row), its warps filter the row's pieces under the row's pivot into a survivor list in the block's shared
 // memory (keys and 16-bit columns, the keys' range noted as they are stored), and the block ranks
 // the survivors by the counting sort of the bucket finish and writes the row. The survivors
 // never leave the SM (on 8192 columns at k = 1024 they were about 70 MB written to global memory
 // and read back), and a block's finish overlaps the other blocks' streaming; before it, each warp
-// asks L2 for the first piece it will filter of the block's next row. Rows the finish refuses,
+// asks L2 for the first piece it will filter of the block's next row. Rows taken from a counter
+// rather than every gridDim.x-th: rows cost unequal time (their survivors, their finish), and a
+// fixed share left blocks idle while the slowest finished; and 8192 rows on 792 blocks left an
+// eleventh round of 272 rows (H100, 8192 x 8192: -4 to -8 % at k = 32 to 256, -3 % at 1024;
+// bench/results/select.md "Rows taken from a counter"). Rows the finish refuses,
 // or with more survivors than the list holds, are handed back. (kBlockRowMaxCols: the 16-bit
 // columns of the list.)
 template <int KB>
@@ -765,7 +776,8 @@ struct QmsBlockRowConfig {
 
 template <int KB, int T, int MB>
 __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t row0, int rows,
-                                                          int ppr, QmsSplitScratch s) {
+                                                          int ppr, QmsSplitScratch s,
+                                                          unsigned tag) {
   using C = QmsBlockRowConfig<KB, T>;
   constexpr int U = kFilterVec;
   constexpr bool kNumberKeys = KB >= 512 || (T == 128 && KB >= 128);
@@ -775,6 +787,8 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
   unsigned char* work = block_row_smem + C::kListBytes;  // the stages, then the finish's state
   __shared__ int fill;
   __shared__ unsigned key_lo, key_hi;
+  __shared__ u64 row_pivot;
+  __shared__ int next_row;
   AllowDependentGrid();
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   float* stage = reinterpret_cast<float*>(work) + warp * kFilterPiece;
@@ -794,18 +808,36 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
     }
   };
   prefetch_first(static_cast<int>(blockIdx.x));
-  WaitPrimaryGrid();  // the pivots and cleared counters
-  for (int lr = blockIdx.x; lr < rows; lr += gridDim.x) {
+  // The pivots: with a tag, each row's own as the pivot kernel publishes it (its counters cleared
+  // before it, and row 0's before the launch's hand-back counters are used: its pivot is awaited
+  // first), so a row starts while the pivot kernel still works on later rows; without, all of
+  // them once the pivot kernel has finished.
+  auto await_pivot = [&](int lr) {
+    u64 w;
+    while (static_cast<unsigned>(w = LoadAcquireGpu(&s.pivots[lr])) != tag) __nanosleep(64);
+    return w | 0xffffffffu;
+  };
+  if (tag == 0) {
+    WaitPrimaryGrid();
+  } else if (threadIdx.x == 0) {
+    await_pivot(0);
+  }
+  for (int lr = blockIdx.x; lr < rows;) {
     if (threadIdx.x == 0) {
+      // The block's next row, taken now so its first pieces can be asked of L2 before the finish
+      // (the counter is cleared by the pivot kernel: with a tag, before row 0's pivot is
+      // published, which the block awaited above).
+      next_row = atomicAdd(s.ticket, 1) + static_cast<int>(gridDim.x);
       fill = 0;
       key_lo = 0xffffffffu;
       key_hi = 0;
+      if (tag != 0) row_pivot = await_pivot(lr);
     }
     __syncthreads();
     unsigned lo = 0xffffffffu, hi = 0;  // of the keys this lane stores
     const float* rp = row_ptr(lr);
     const bool vec = (reinterpret_cast<uintptr_t>(rp) & 15u) == 0;
-    const u64 thr = s.pivots[lr];
+    const u64 thr = tag == 0 ? s.pivots[lr] : row_pivot;
     const float thr_f = KeyToFloat(static_cast<unsigned>(thr >> 32));
     const bool whole = vec && static_cast<unsigned>(thr >> 32) != 0xffffffffu;
     for (int p = warp; p < ppr; p += C::kWarps) {
@@ -851,7 +883,8 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
       }
       __syncwarp();  // the stage is reused by the next piece
     }
-    prefetch_first(lr + static_cast<int>(gridDim.x));
+    const int nxt = next_row;
+    prefetch_first(nxt);
     for (int o = 16; o > 0; o >>= 1) {
       lo = min(lo, __shfl_xor_sync(kFullMask, lo, o));
       hi = max(hi, __shfl_xor_sync(kFullMask, hi, o));
@@ -869,6 +902,7 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
     }
     if (!done && threadIdx.x == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row0 + lr;
     __syncthreads();  // fill, the list and the finish's state are reused by the next row
+    lr = nxt;
   }
 }
 
@@ -946,6 +980,17 @@ struct QmsShape {
   static constexpr int kDepth = 4;
 };
 
+// A launch's tag for its published pivots (never 0, which means none, nor 2^32 - 1): a pivot
+// word left in the workspace by an earlier launch carries another tag.
+inline unsigned NextPivotTag() {
+  static std::atomic<unsigned> next{0};
+  unsigned t;
+  do {
+    t = next.fetch_add(1, std::memory_order_relaxed) + 1;
+  } while (t == 0 || t == 0xffffffffu);
+  return t;
+}
+
 // Rows are taken in batches whose survivor lists fit kSplitScratchBytes. (Running the pivot and
 // finish launches of one batch beside the filter of the next, on side streams, measured no
 // faster: the filter needs every register of the SM to keep enough loads in flight.)
@@ -980,9 +1025,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   if constexpr (kBlockRowBucket<KB>) {
     if (block_row) {
       PrepareSharedMemory(block_row_kernel, block_row_shared, a);
-      int per_sm = 0;
-      FM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &per_sm, block_row_kernel, block_threads, block_row_shared));
+      const int per_sm = BlocksPerSm(block_row_kernel, block_threads, block_row_shared, a);
       block_row_grid = a.sms * std::max(per_sm, 1);
     }
   }
@@ -1010,13 +1053,23 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
                              : SampleRank(a.cols, a.k, sample);
   const int group = QmsFilterGroup(KB, static_cast<int>(ppr));
   const int sms = a.sms;
+  // Pivot kernel blocks an SM holds at once.
+  const int pivot_per_sm = block_row ? BlocksPerSm(pivot, 256, 0, a) : 0;
   for (int64_t row0 = 0; row0 < a.rows; row0 += batch) {
     const int64_t n = std::min(batch, a.rows - row0);
     s.done = s.count + n;  // count[n], done[n], fail_count, ticket: cleared by the pivot kernel
     s.fail_count = s.done + n;
     s.ticket = s.fail_count + 1;
-    pivot<<<static_cast<unsigned>((n + 7) / 8), 256, 0, a.stream>>>(
-        a, row0, static_cast<int>(n), rank, s.pivots, s.count);
+    // The fused kernel's rows start on their own pivots where the pivot kernel takes more than
+    // one wave of blocks (its first wave's pivots are then ready well before its last): H100,
+    // 8192 rows, -0.8 to -2.9 % on 8192 columns, -0.9 to -1.5 % on 16384, -0.8 to 0.0 % on 32768
+    // and 65536; on 2000 and 300 rows (one wave) it cost up to 2 / 4 us, the blocks polling for
+    // pivots that arrive together (bench/results/select.md "Rows started on their own pivots").
+    const int64_t pivot_blocks = (n + 7) / 8;
+    const unsigned tag =
+        block_row && pivot_blocks > int64_t{pivot_per_sm} * sms ? NextPivotTag() : 0u;
+    pivot<<<static_cast<unsigned>(pivot_blocks), 256, 0, a.stream>>>(
+        a, row0, static_cast<int>(n), rank, s.pivots, s.count, tag);
     FM_CUDA_CHECK_LAUNCH();
     // The launches that follow may start while the one before drains (each waits for its
     // predecessor's results first: programmatic dependent launch).
@@ -1025,7 +1078,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
       if (block_row) {
         LaunchDependent(block_row_kernel, std::min<int64_t>(n, block_row_grid), block_threads,
                         block_row_shared, a.stream, a, row0, static_cast<int>(n),
-                        static_cast<int>(ppr), s);
+                        static_cast<int>(ppr), s, tag);
         fused = true;
       }
     }

@@ -45,6 +45,7 @@ struct SelectArgs {
   cudaStream_t stream = nullptr;
   int max_shared_bytes = 0;  // opt-in shared memory limit per block of the device
   int sms = 1;               // multiprocessors of the device
+  int device = 0;            // the CUDA device the launches go to (current while they are made)
   double dram_bytes_per_us_sm = 0;  // the device's peak DRAM bandwidth over its SMs (0: unknown)
   // Long rows may be cut into `segments` pieces of seg_len columns (the last takes the rest);
   // launch row v is then piece v % segments of row v / segments (select_k.cu merges the pieces).
@@ -367,6 +368,18 @@ __device__ inline void PrefetchL2(const void* p, int bytes) {
 #endif
 }
 
+// A 64-bit word published to other blocks of a running grid: stored with release semantics at
+// GPU scope (everything the thread wrote before it is visible to a reader that acquires it), and
+// loaded with acquire semantics.
+__device__ inline void StoreReleaseGpu(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ inline unsigned long long LoadAcquireGpu(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
 __device__ inline void AllowDependentGrid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" :::);
@@ -452,6 +465,16 @@ __host__ __device__ inline bool QmsRowParallelFits(int64_t cols, int64_t k) {
 }
 
 // Sets the kernel's dynamic shared memory limit and checks it fits the device.
+// What a launch asks the runtime of a kernel, asked once per device and kept (select_k.cu): a
+// small selection runs in a few microseconds, and the runtime's answers to these took about as
+// long; on an idle stream the time before the first launch adds to the call. (The kernels'
+// attributes belong to the device's context: a context torn down by cudaDeviceReset would need
+// them set again.)
+// Raises kernel's dynamic shared memory limit on `device` to at least `bytes`.
+void RaiseSharedLimit(const void* kernel, int bytes, int device);
+// Blocks of the kernel an SM of `device` holds at once (the runtime's occupancy calculator).
+int CachedBlocksPerSm(const void* kernel, int threads, int shmem, int device);
+
 template <typename Kernel>
 void PrepareSharedMemory(Kernel kernel, int bytes, const SelectArgs& a) {
   if (bytes > a.max_shared_bytes) {
@@ -459,7 +482,13 @@ void PrepareSharedMemory(Kernel kernel, int bytes, const SelectArgs& a) {
                    " bytes of shared memory, the device allows " +
                    std::to_string(a.max_shared_bytes));
   }
-  FM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  RaiseSharedLimit(reinterpret_cast<const void*>(kernel), bytes, a.device);
+}
+
+// Blocks of `threads` threads and `shmem` bytes of dynamic shared memory an SM of a.device holds.
+template <typename Kernel>
+int BlocksPerSm(Kernel kernel, int threads, int shmem, const SelectArgs& a) {
+  return CachedBlocksPerSm(reinterpret_cast<const void*>(kernel), threads, shmem, a.device);
 }
 
 // Launches kernel<<<rows, T, shmem>>>(args, row0) over all rows, 2^30 rows per launch.

@@ -31,6 +31,34 @@ void* SelectWorkspace(std::size_t bytes, cudaStream_t stream, int slot) {
 }
 
 namespace {
+std::mutex g_kernel_facts_mu;
+// (device, kernel) -> the dynamic shared memory limit set; (device, kernel, threads, shmem) ->
+// blocks an SM.
+std::map<std::pair<int, const void*>, int> g_shared_limits;
+std::map<std::tuple<int, const void*, int, int>, int> g_blocks_per_sm;
+}  // namespace
+
+void RaiseSharedLimit(const void* kernel, int bytes, int device) {
+  std::lock_guard<std::mutex> lock(g_kernel_facts_mu);
+  int& set = g_shared_limits[{device, kernel}];
+  if (set >= bytes) return;
+  FM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  set = bytes;
+}
+
+int CachedBlocksPerSm(const void* kernel, int threads, int shmem, int device) {
+  std::lock_guard<std::mutex> lock(g_kernel_facts_mu);
+  const auto key = std::make_tuple(device, kernel, threads, shmem);
+  auto it = g_blocks_per_sm.find(key);
+  if (it != g_blocks_per_sm.end()) return it->second;
+  int per_sm = 0;
+  FM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads,
+                                                              static_cast<size_t>(shmem)));
+  g_blocks_per_sm.emplace(key, per_sm);
+  return per_sm;
+}
+
+namespace {
 
 template <void (*L32)(const SelectArgs&), void (*L64)(const SelectArgs&),
           void (*L128)(const SelectArgs&), void (*L256)(const SelectArgs&),
@@ -411,6 +439,7 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
   a.out_indices = out_indices;
   a.in_indices = in_indices;
   a.stream = AsStream(res.stream());
+  a.device = res.device();
   const DeviceLimits& lim = Limits(res.device());
   a.max_shared_bytes = lim.max_shared_bytes;
   a.sms = lim.sms;
