@@ -906,14 +906,16 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
   }
 }
 
-// The fused kernel's block: 256 threads (three blocks an SM by registers), or 128 at k <= 512 on
-// rows of up to 8192 columns (six an SM; each warp filters two pieces a row). H100, 8192 rows:
-// 128 threads 17.3 % faster than the three-kernel path at k = 512 on 8192 columns where 256 are
-// 11.5 %, and 1.4-7.4 points behind 256 on every other shape of the grid
-// (bench/results/select_block_row_ab_h100.txt).
+// The fused kernel's block: 256 threads (three blocks an SM by registers), or 128 at k <= 1024 on
+// rows of up to 8192 columns (six an SM, five at k = 1024 by shared memory; each warp filters two
+// pieces a row). H100, 8192 rows: 128 threads 17.3 % faster than the three-kernel path at k = 512
+// on 8192 columns where 256 are 11.5 %, and 1.4-7.4 points behind 256 on every other shape of the
+// grid (bench/results/select_block_row_ab_h100.txt); at k = 1024, once rows were taken from a
+// counter, 1.7-2.9 % faster than 256 on 8192 and 12000 rows (select.md "Rows taken from a
+// counter").
 template <int KB>
 constexpr bool QmsBlockRowNarrow(int64_t cols) {
-  return KB <= 512 && cols <= 8192;
+  return KB <= 1024 && cols <= 8192;
 }
 
 // The sample rank of the fused kernel's pivots, from a sample of `sample` words: SampleRank
@@ -1011,8 +1013,10 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   const int block_threads = narrow_block ? 128 : 256;
   auto block_row_kernel = [&] {
     if constexpr (kBlockRowBucket<KB>) {
-      if constexpr (KB <= 512) {
-        if (narrow_block) return QmsBlockRowKernel<KB, 128, 6>;
+      if constexpr (KB <= 1024) {
+        if (narrow_block) {
+          return KB == 1024 ? QmsBlockRowKernel<KB, 128, 5> : QmsBlockRowKernel<KB, 128, 6>;
+        }
       }
       return QmsBlockRowKernel<KB, 256, 3>;
     } else {
