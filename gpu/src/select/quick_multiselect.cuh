@@ -738,25 +738,25 @@ auto QmsBucketFinishFor(int64_t cols) {
                                   : QmsBucketFinishKernel<KB, unsigned>;
 }
 
-// The filter and the finish in one kernel, on rows of up to kBlockRowMaxCols columns, for k of
-// 32 to 2048 (k = 1500 / 2048: -12 to -23 % on 8192 rows of 16384-65536 columns, H100; at and
-// below kWarpFinishMax on rows of more than three pieces; H100, 8192 rows, against the filter's
-// warp finish: -7.9 / -10.4 / -6.0 / -3.1 % at k = 256 on 8192 / 16384 /
-// 32768 / 65536 columns, -3.7 / -4.9 % at k = 128 on 8192 / 16384, -10 to -22 % on fewer rows
-// of 12000 and 65536 columns; +11 % at k = 32 / 64 on rows of 2048 columns,
-// bench/results/select_block_row_small_k_ab_h100.txt): a block takes a row at a time (its
-// first by its index, the next from a counter as it starts a row), its warps filter the row's pieces under the row's pivot into a survivor list in the block's shared
-// memory (keys and 16-bit columns, the keys' range noted as they are stored), and the block ranks
-// the survivors by the counting sort of the bucket finish and writes the row. The survivors
+// The filter and the finish in one kernel, on rows of up to kBlockRowMaxCols columns, for k of 32
+// to 2048 (k = 1500 / 2048: -12 to -23 % on 8192 rows of 16384-65536 columns, H100; at and below
+// kWarpFinishMax on rows of more than three pieces; H100, 8192 rows, against the filter's warp
+// finish: -7.9 / -10.4 / -6.0 / -3.1 % at k = 256 on 8192 / 16384 / 32768 / 65536 columns, -3.7 /
+// -4.9 % at k = 128 on 8192 / 16384, -10 to -22 % on fewer rows of 12000 and 65536 columns; +11 %
+// at k = 32 / 64 on rows of 2048 columns, bench/results/select_block_row_small_k_ab_h100.txt): a
+// block takes a row at a time (its first by its index, the next from a counter as it starts a row),
+// its warps filter the row's pieces under the row's pivot into a survivor list in the block's
+// shared memory (keys and 16-bit columns, the keys' range noted as they are stored), and the block
+// ranks the survivors by the counting sort of the bucket finish and writes the row. The survivors
 // never leave the SM (on 8192 columns at k = 1024 they were about 70 MB written to global memory
 // and read back), and a block's finish overlaps the other blocks' streaming; before it, each warp
 // asks L2 for the first piece it will filter of the block's next row. Rows taken from a counter
 // rather than every gridDim.x-th: rows cost unequal time (their survivors, their finish), and a
 // fixed share left blocks idle while the slowest finished; and 8192 rows on 792 blocks left an
 // eleventh round of 272 rows (H100, 8192 x 8192: -4 to -8 % at k = 32 to 256, -3 % at 1024;
-// bench/results/select.md "Rows taken from a counter"). Rows the finish refuses,
-// or with more survivors than the list holds, are handed back. (kBlockRowMaxCols: the 16-bit
-// columns of the list.)
+// bench/results/select.md "Rows taken from a counter"). Rows the finish refuses, or with more
+// survivors than the list holds, are handed back. (kBlockRowMaxCols: the 16-bit columns of the
+// list.)
 template <int KB>
 constexpr bool kBlockRowBucket = KB >= 32 && KB <= 2048;
 
