@@ -361,10 +361,9 @@ __device__ __forceinline__ float4 LdgEvictLast(const float4* p, uint64_t pol) {
 // with kRun = 64 the runs of LoadSample) and selects the word of rank `rank` alone, without
 // block barriers (rank kAdmitAll: no sample, a pivot that admits every word). Also clears
 // the filter's counters (QmsSplitScratch: count[rows], done[rows], fail_count, ticket,
-// contiguous). A warp takes every (gridDim.x x 8)-th row. With a tag (not 0) each pivot word is
-// published after its row's counters, with release semantics, its low 32 bits the tag instead of
-// all ones, for the fused kernel to start the row on (QmsBlockRowKernel). (A block per row
-// measured slower:
+// contiguous). With a tag (not 0) each pivot word is published after its row's counters, with
+// release semantics, its low 32 bits the tag instead of all ones, for the fused kernel to start
+// the row on (QmsBlockRowKernel). (A block per row measured slower:
 // the pivots are a chain of latencies, and warps hide more of them. So did computing the pivots
 // beside the filter, the filter starting on rows whose pivot was ready: the pivot kernel then
 // held registers the filter needs to keep its loads in flight.)
@@ -377,64 +376,64 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
   constexpr int kLanesPerRun = kRun / 4, kRunsPerLoad = 32 / kLanesPerRun;
   __shared__ QmsShared qs_all[8];
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  for (int lr = blockIdx.x * 8 + warp; lr < rows; lr += static_cast<int>(gridDim.x) * 8) {
-    // The row's pivot word, and its filter counters cleared.
-    auto publish = [&](u64 pivot) {
-      if (lane == 0) {
-        counters[lr] = 0;         // survivors
-        counters[rows + lr] = 0;  // groups done
-        if (lr == 0) counters[2 * rows] = counters[2 * rows + 1] = 0;  // rows handed back, ticket
-        if (tag == 0) {
-          pivots[lr] = pivot;
-        } else {  // the fused kernel's row may start now: the pivot's key with the launch's tag
-          StoreReleaseGpu(&pivots[lr], (pivot & ~u64{0xffffffffu}) | tag);
-        }
-      }
-    };
-    if (rank < 0) {  // kAdmitAll: every word of the row survives
-      publish(kSentinel);
-      continue;
-    }
-    const int64_t cols = a.cols;
-    const float* rp = a.distances + (row0 + lr) * a.row_stride;
-    // Load j takes kRunsPerLoad runs, kLanesPerRun lanes on each (whole runs per request).
-    const int sub = lane / kLanesPerRun, quad = lane % kLanesPerRun;
-    auto run = [&](int q) { return rp + static_cast<int64_t>(q) * (cols / 32) / 8 * 8; };
-    // The sample's keys need only the order of the values (OrderKey: 11.3 -> 9.4 M instructions,
-    // 24.1 -> 20.7 us at 8192 x 8192, k = 64; with FloatKey the select 0.8-3.2 % slower on 8192
-    // columns, 1.0-1.8 % on 16384, H100, bench/results/select_first_piece_ab_h100.txt). The pivot
-    // bounds the filter's float compare: a pivot under -0 admits +0 too, one above +inf everything,
-    // and a NaN pivot (a sample whose low ranks hold NaNs of a set sign bit) admits nothing, so the
-    // row is handed back to the one-block path.
-    unsigned key[kRun];
-    if ((reinterpret_cast<uintptr_t>(rp) & 15u) == 0) {  // runs start on multiples of 8 words
-      const uint64_t keep = L2EvictLastPolicy();
-  #pragma unroll
-      for (int j = 0; j < kRun / 4; ++j) {
-        const float4* q = reinterpret_cast<const float4*>(run(kRunsPerLoad * j + sub)) + quad;
-        const float4 v = LdgEvictLast(q, keep);
-        key[4 * j] = OrderKey(v.x);
-        key[4 * j + 1] = OrderKey(v.y);
-        key[4 * j + 2] = OrderKey(v.z);
-        key[4 * j + 3] = OrderKey(v.w);
-      }
-    } else {
-  #pragma unroll
-      for (int j = 0; j < kRun; ++j) {
-        const int w = j * 32 + lane;  // of the 32 * kRun sample words
-        key[j] = OrderKey(__ldg(run(w / kRun) + w % kRun));
+  const int lr = blockIdx.x * 8 + warp;
+  if (lr >= rows) return;
+  // The row's pivot word, and its filter counters cleared.
+  auto publish = [&](u64 pivot) {
+    if (lane == 0) {
+      counters[lr] = 0;         // survivors
+      counters[rows + lr] = 0;  // groups done
+      if (lr == 0) counters[2 * rows] = counters[2 * rows + 1] = 0;  // rows handed back, ticket
+      if (tag == 0) {
+        pivots[lr] = pivot;
+      } else {  // the fused kernel's row may start now: the pivot's key with the launch's tag
+        StoreReleaseGpu(&pivots[lr], (pivot & ~u64{0xffffffffu}) | tag);
       }
     }
-    unsigned pivot_key = BlockRadixSelect<32>(
-        rank, qs_all[warp],
-        [&](auto&& f) {
-  #pragma unroll
-          for (int j = 0; j < kRun; ++j) f(key[j]);
-        },
-        2);
-    if (pivot_key > FloatKey(__int_as_float(0x7f800000))) pivot_key = 0xffffffffu;
-    publish(Pack(pivot_key, 0xffffffffu));
+  };
+  if (rank < 0) {  // kAdmitAll: every word of the row survives
+    publish(kSentinel);
+    return;
   }
+  const int64_t cols = a.cols;
+  const float* rp = a.distances + (row0 + lr) * a.row_stride;
+  // Load j takes kRunsPerLoad runs, kLanesPerRun lanes on each (whole runs per request).
+  const int sub = lane / kLanesPerRun, quad = lane % kLanesPerRun;
+  auto run = [&](int q) { return rp + static_cast<int64_t>(q) * (cols / 32) / 8 * 8; };
+  // The sample's keys need only the order of the values (OrderKey: 11.3 -> 9.4 M instructions,
+  // 24.1 -> 20.7 us at 8192 x 8192, k = 64; with FloatKey the select 0.8-3.2 % slower on 8192
+  // columns, 1.0-1.8 % on 16384, H100, bench/results/select_first_piece_ab_h100.txt). The pivot
+  // bounds the filter's float compare: a pivot under -0 admits +0 too, one above +inf everything,
+  // and a NaN pivot (a sample whose low ranks hold NaNs of a set sign bit) admits nothing, so the
+  // row is handed back to the one-block path.
+  unsigned key[kRun];
+  if ((reinterpret_cast<uintptr_t>(rp) & 15u) == 0) {  // runs start on multiples of 8 words
+    const uint64_t keep = L2EvictLastPolicy();
+#pragma unroll
+    for (int j = 0; j < kRun / 4; ++j) {
+      const float4* q = reinterpret_cast<const float4*>(run(kRunsPerLoad * j + sub)) + quad;
+      const float4 v = LdgEvictLast(q, keep);
+      key[4 * j] = OrderKey(v.x);
+      key[4 * j + 1] = OrderKey(v.y);
+      key[4 * j + 2] = OrderKey(v.z);
+      key[4 * j + 3] = OrderKey(v.w);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kRun; ++j) {
+      const int w = j * 32 + lane;  // of the 32 * kRun sample words
+      key[j] = OrderKey(__ldg(run(w / kRun) + w % kRun));
+    }
+  }
+  unsigned pivot_key = BlockRadixSelect<32>(
+      rank, qs_all[warp],
+      [&](auto&& f) {
+#pragma unroll
+        for (int j = 0; j < kRun; ++j) f(key[j]);
+      },
+      2);
+  if (pivot_key > FloatKey(__int_as_float(0x7f800000))) pivot_key = 0xffffffffu;
+  publish(Pack(pivot_key, 0xffffffffu));
 }
 
 // The finish of local row lr by one warp: no block barrier, its n survivors read from L2 in
@@ -1073,15 +1072,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
     const int64_t pivot_blocks = (n + 7) / 8;
     const unsigned tag =
         block_row && pivot_blocks > int64_t{pivot_per_sm} * sms ? NextPivotTag() : 0u;
-    // With a tag, three pivot blocks an SM, each warp taking every (blocks x 8)-th row: all of
-    // them start at once, so the fused blocks are let in from the start beside them, and the
-    // pivots still come in row order, well ahead of the rows the fused blocks reach (H100, 8192
-    // rows, against one block a warp's row: -0.5 to -2 % on 8192 and 16384 columns at k <= 128,
-    // within 0.5 % above; one block an SM +5 to +10 %, two -1 to +2 %; bench/results/select.md
-    // "Rows taken from a counter").
-    const int64_t pgrid =
-        tag != 0 ? std::min<int64_t>(pivot_blocks, int64_t{3} * sms) : pivot_blocks;
-    pivot<<<static_cast<unsigned>(pgrid), 256, 0, a.stream>>>(
+    pivot<<<static_cast<unsigned>(pivot_blocks), 256, 0, a.stream>>>(
         a, row0, static_cast<int>(n), rank, s.pivots, s.count, tag);
     FM_CUDA_CHECK_LAUNCH();
     // The launches that follow may start while the one before drains (each waits for its
