@@ -117,6 +117,34 @@ TEST(CpuKnn, KLargerThanCorpusIsPadded) {
   ExpectSame(r, BruteForceKnn(q, c, p));
 }
 
+// Far more neighbours asked than the corpus holds, on the float path and the uint8 one: the n
+// that exist as with k = n, the rest padding.
+TEST(CpuKnn, KFarLargerThanCorpusMatchesKEqualN) {
+  for (const bool u8 : {false, true}) {
+    auto q = u8 ? RandomU8(37, 24, 11) : RandomF32(37, 24, 11);
+    auto c = u8 ? RandomU8(19, 24, 12) : RandomF32(19, 24, 12);
+    KnnParams p;
+    p.k = 5000;
+    auto r = CreateCpuKnnBackend()->Search(q, c, p);
+    KnnParams pn = p;
+    pn.k = 19;
+    auto rn = CreateCpuKnnBackend()->Search(q, c, pn);
+    ASSERT_EQ(r.rows, 37);
+    ASSERT_EQ(r.k, 5000);
+    for (int64_t i = 0; i < 37; ++i) {
+      for (int64_t j = 0; j < 19; ++j) {
+        EXPECT_EQ(r.index(i, j), rn.index(i, j));
+        EXPECT_EQ(r.distance(i, j), rn.distance(i, j));
+      }
+      for (int64_t j = 19; j < 5000; ++j) {
+        EXPECT_EQ(r.index(i, j), -1);
+        EXPECT_EQ(r.distance(i, j), std::numeric_limits<float>::infinity());
+      }
+    }
+    if (u8) ExpectSame(r, BruteForceKnn(q, c, p));  // integer distances: exact on both sides
+  }
+}
+
 TEST(CpuKnn, EmptyCorpusGivesOnlyPadding) {
   auto q = RandomU8(4, 16, 6);
   DescriptorMatrix c(DescriptorType::kUint8, 0, 16);

@@ -1,5 +1,6 @@
 #include "fm/matcher/pipeline.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "fm/core/timer.h"
@@ -69,6 +70,9 @@ MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
   }
   const core::DescriptorMatrix& qa = masked ? da : a.descriptors;
   const core::DescriptorMatrix& qb = masked ? db : b.descriptors;
+  // Neighbours beyond the train image's features would be padding the filter never reads: a k
+  // far above them (--k 100000) would only cost memory.
+  p.k = std::min<int64_t>(p.k, std::max<int64_t>(qb.rows(), 2));
 
   core::Stopwatch sw;
   core::KnnResult fwd = backend.Search(qa, qb, p);
