@@ -174,6 +174,51 @@ TEST(LogoLibrary, RefusesDamagedFeaturesAndNewerSchema) {
   }
 }
 
+// The CPU backend, noting the k of every search it is asked for.
+class KRecordingBackend : public core::KnnBackend {
+ public:
+  std::string name() const override { return "k-recording"; }
+  std::string description() const override { return "cpu, k recorded"; }
+  core::KnnResult Search(const core::DescriptorMatrix& queries, const core::DescriptorMatrix& corpus,
+                         const core::KnnParams& params) override {
+    ks.push_back(params.k);
+    return cpu_->Search(queries, corpus, params);
+  }
+  std::vector<int64_t> ks;
+
+ private:
+  std::unique_ptr<core::KnnBackend> cpu_ = core::CreateCpuKnnBackend();
+};
+
+// A k far above the library's descriptors searches one past them (the padding slot that tells a
+// logo seen once from one whose second point lies beyond the list) and finds what that k finds.
+TEST(LogoLibrary, KAboveTheLibraryIsSearchedAsOnePastIt) {
+  REQUIRE_SAMPLES();
+  TempDir dir;
+  LogoLibrary lib = LogoLibrary::Create(dir.File("lib.db"));
+  lib.AddFile(test::Sample("box.png"));
+  const int64_t n = lib.num_descriptors();
+  auto rec = std::make_unique<KRecordingBackend>();
+  KRecordingBackend* seen = rec.get();
+  lib.SetBackend(std::move(rec));
+  const cv::Mat scene = LoadGrayImage(test::Sample("box_in_scene.png"));
+  LogoQueryOptions o;
+  o.guided = false;
+  o.k = 20 * n;
+  const LogoQueryResult huge = lib.QueryImage(scene, o);
+  ASSERT_FALSE(seen->ks.empty());
+  EXPECT_EQ(seen->ks.front(), n + 1);
+  o.k = n + 1;
+  const LogoQueryResult one_past = lib.QueryImage(scene, o);
+  ASSERT_EQ(huge.detections.size(), one_past.detections.size());
+  ASSERT_FALSE(huge.detections.empty());
+  EXPECT_EQ(huge.detections[0].name, "box");
+  for (std::size_t i = 0; i < huge.detections.size(); ++i) {
+    EXPECT_EQ(huge.detections[i].name, one_past.detections[i].name);
+    EXPECT_EQ(huge.detections[i].inliers, one_past.detections[i].inliers);
+  }
+}
+
 // Queries against a library of every evaluation logo, built once.
 class LogoQueryTest : public ::testing::Test {
  protected:

@@ -696,7 +696,10 @@ LogoQueryResult LogoLibrary::Query(const core::Features& scene, const LogoQueryO
   // 1. One search of every scene descriptor against the whole library.
   core::Stopwatch sw;
   core::KnnParams p;
-  p.k = options.k;
+  // Past the library's size the neighbours are padding: one slot of it is kept (the list then
+  // ends short, so a logo seen once is known to have no second point, as with any larger k),
+  // the rest would only cost memory (k = 10^6 on a 1446-descriptor library took 101 s here).
+  p.k = std::min<int64_t>(options.k, d.corpus.rows() + 1);
   p.metric = core::Metric::kL2Squared;
   p.threads = options.threads;
   // The library is registered with the backend once (a GPU keeps it resident) and searched by
