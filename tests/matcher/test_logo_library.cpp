@@ -179,7 +179,8 @@ class KRecordingBackend : public core::KnnBackend {
  public:
   std::string name() const override { return "k-recording"; }
   std::string description() const override { return "cpu, k recorded"; }
-  core::KnnResult Search(const core::DescriptorMatrix& queries, const core::DescriptorMatrix& corpus,
+  core::KnnResult Search(const core::DescriptorMatrix& queries,
+                         const core::DescriptorMatrix& corpus,
                          const core::KnnParams& params) override {
     ks.push_back(params.k);
     return cpu_->Search(queries, corpus, params);
