@@ -464,17 +464,19 @@ __host__ __device__ inline bool QmsRowParallelFits(int64_t cols, int64_t k) {
   return static_cast<double>(rank) * static_cast<double>(cols) / sample <= QmsSplitCap(cols, k) / 2;
 }
 
-// Sets the kernel's dynamic shared memory limit and checks it fits the device.
 // What a launch asks the runtime of a kernel, asked once per device and kept (select_k.cu): a
 // small selection runs in a few microseconds, and the runtime's answers to these took about as
 // long; on an idle stream the time before the first launch adds to the call. (The kernels'
 // attributes belong to the device's context: a context torn down by cudaDeviceReset would need
 // them set again.)
-// Raises kernel's dynamic shared memory limit on `device` to at least `bytes`.
+// Raises kernel's dynamic shared memory limit on `device` to at least `bytes` (unlike
+// SetMaxDynamicShared in cuda_check.cuh, one fixed size a call site, the size here may grow
+// with the shape: the resident path's depends on the row length).
 void RaiseSharedLimit(const void* kernel, int bytes, int device);
 // Blocks of the kernel an SM of `device` holds at once (the runtime's occupancy calculator).
 int CachedBlocksPerSm(const void* kernel, int threads, int shmem, int device);
 
+// Sets the kernel's dynamic shared memory limit and checks it fits the device.
 template <typename Kernel>
 void PrepareSharedMemory(Kernel kernel, int bytes, const SelectArgs& a) {
   if (bytes > a.max_shared_bytes) {
