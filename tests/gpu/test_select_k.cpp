@@ -299,6 +299,19 @@ std::vector<Param> AllParams() {
       out.push_back({a, k, {"long_mixed", 800, 100003, Fill::kMixed}});
     }
   }
+  // Rows enough that the pivot kernel takes more than one wave of blocks (on an H100 5280 rows
+  // with a 512-word sample, 3168 with 1024 or 2048 words): the fused kernel then starts each row
+  // on its own pivot as the pivot kernel publishes it, and takes its rows from a counter; rows
+  // handed back among them (mixed rows), an odd stride (misaligned rows, samples by scalar
+  // loads), each sample size.
+  for (SelectAlgo a : {SelectAlgo::kQuickMultiSelect, SelectAlgo::kAuto}) {
+    for (int64_t k : {32, 256, 1000}) {
+      out.push_back({a, k, {"published_8k", 6000, 8192, Fill::kMixed}});
+    }
+    out.push_back({a, 100, {"published_16k_misaligned", 6000, 16384, Fill::kRandom, 1}});
+    out.push_back({a, 1000, {"published_20k", 3500, 20000, Fill::kMixed}});
+    out.push_back({a, 256, {"published_33k", 3300, 33000, Fill::kDuplicates}});
+  }
   // Long rows stored back to back, as pieces (forced; the rule takes them where they measured
   // faster): pieces of 16384 columns on few rows (16 a row of 2^18, 12 a row of 196608 with the
   // caller's indices and NaN/inf, 300000 columns in pieces of 20000), 65536 on enough rows; the
