@@ -218,7 +218,11 @@ int RunBatch(BatchArgs& args) {
       return kExitError;
     }
   }
-  if (stopping || g_stop_signal) return kExitInterrupted;
+  // A signal that lands as the last pairs are committed stops nothing: the run is done and exits
+  // as done (a caller resumes only the runs that exit with 130).
+  if ((stopping || g_stop_signal) && s.stage != matcher::BatchStage::kDone) {
+    return kExitInterrupted;
+  }
   switch (s.stage) {
     case matcher::BatchStage::kDone: return s.bad_images.empty() ? kExitOk : kExitPartial;
     case matcher::BatchStage::kCancelled: return kExitOk;  // --max-pairs reached
