@@ -220,7 +220,7 @@ int RunBatch(BatchArgs& args) {
   }
   // A signal that lands as the last pairs are committed stops nothing: the run is done and exits
   // as done (a caller resumes only the runs that exit with 130).
-  if ((stopping || g_stop_signal) && s.stage != matcher::BatchStage::kDone) {
+  if (g_stop_signal && s.stage != matcher::BatchStage::kDone) {  // `stopping` implies a signal
     return kExitInterrupted;
   }
   switch (s.stage) {
