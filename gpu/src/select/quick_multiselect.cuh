@@ -363,14 +363,17 @@ __device__ __forceinline__ float4 LdgEvictLast(const float4* p, uint64_t pol) {
 // the filter's counters (QmsSplitScratch: count[rows], done[rows], fail_count, ticket,
 // contiguous). With a tag (not 0) each pivot word is published after its row's counters, with
 // release semantics, its low 32 bits the tag instead of all ones, for the fused kernel to start
-// the row on (QmsBlockRowKernel). (A block per row measured slower:
+// the row on (QmsBlockRowKernel). The radix rounds stop once the bin holding the rank has at most
+// `stop` sample keys (0: both rounds): the pivot is then that bin's upper bound, still above the
+// rank's key. (A block per row measured slower:
 // the pivots are a chain of latencies, and warps hide more of them. So did computing the pivots
 // beside the filter, the filter starting on rows whose pivot was ready: the pivot kernel then
 // held registers the filter needs to keep its loads in flight.)
 template <int kRun>
 __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64_t row0,
                                                             int rows, int rank, u64* pivots,
-                                                            int* counters, unsigned tag) {
+                                                            int* counters, unsigned tag,
+                                                            int stop) {
   AllowDependentGrid();
   static_assert(kRun == 16 || kRun == 32 || kRun == 64, "32 runs of kRun words");
   constexpr int kLanesPerRun = kRun / 4, kRunsPerLoad = 32 / kLanesPerRun;
@@ -425,13 +428,16 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
       key[j] = OrderKey(__ldg(run(w / kRun) + w % kRun));
     }
   }
-  unsigned pivot_key = BlockRadixSelect<32>(
-      rank, qs_all[warp],
+  unsigned prefix, mask;
+  int rest, count;
+  WarpRadixBin(
+      rank, stop, 2, qs_all[warp],
       [&](auto&& f) {
 #pragma unroll
         for (int j = 0; j < kRun; ++j) f(key[j]);
       },
-      2);
+      prefix, mask, rest, count);
+  unsigned pivot_key = prefix | ~mask;
   if (pivot_key > FloatKey(__int_as_float(0x7f800000))) pivot_key = 0xffffffffu;
   publish(Pack(pivot_key, 0xffffffffu));
 }
@@ -982,6 +988,24 @@ struct QmsShape {
   static constexpr int kDepth = 4;
 };
 
+// The fused kernel's pivots stop their radix rounds at a bin of at most kBlockRowPivotStop sample
+// keys (on uniform rows the first round's bin at the rank usually holds one to three; its upper
+// bound admits a few more words than the second round's) where the survivor list still holds six
+// standard deviations above the survivors such a pivot may leave; elsewhere, and on the filter
+// path, whose lists are sized closer to their survivors, both rounds. At k = 512 on 32768 and
+// 65536 columns (the list at 4.4 standard deviations) the looser pivots cost 7-11 %: rows
+// overflowed and were handed back (bench/results/select.md "The warp's key range by reduction,
+// the pivot's rounds").
+constexpr int kBlockRowPivotStop = 4;
+template <int KB>
+int QmsBlockRowPivotStop(int64_t cols, int rank, int sample) {
+  if (rank < 0) return 0;
+  constexpr int kCap = QmsBlockRowConfig<KB, 256>::kCap;
+  const double mean = rank + 1.0 + kBlockRowPivotStop;
+  const double need = (mean + 6.0 * std::sqrt(mean)) * static_cast<double>(cols) / sample;
+  return need <= kCap ? kBlockRowPivotStop : 0;
+}
+
 // A launch's tag for its published pivots (never 0, which means none, nor 2^32 - 1): a pivot
 // word left in the workspace by an earlier launch carries another tag.
 inline unsigned NextPivotTag() {
@@ -1059,6 +1083,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   const int sms = a.sms;
   // Pivot kernel blocks an SM holds at once.
   const int pivot_per_sm = block_row ? BlocksPerSm(pivot, 256, 0, a) : 0;
+  const int stop = block_row ? QmsBlockRowPivotStop<KB>(a.cols, rank, sample) : 0;
   for (int64_t row0 = 0; row0 < a.rows; row0 += batch) {
     const int64_t n = std::min(batch, a.rows - row0);
     s.done = s.count + n;  // count[n], done[n], fail_count, ticket: cleared by the pivot kernel
@@ -1075,7 +1100,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
     const unsigned tag =
         block_row && pivot_blocks > int64_t{pivot_per_sm} * sms ? NextPivotTag() : 0u;
     pivot<<<static_cast<unsigned>(pivot_blocks), 256, 0, a.stream>>>(
-        a, row0, static_cast<int>(n), rank, s.pivots, s.count, tag);
+        a, row0, static_cast<int>(n), rank, s.pivots, s.count, tag, stop);
     FM_CUDA_CHECK_LAUNCH();
     // The launches that follow may start while the one before drains (each waits for its
     // predecessor's results first: programmatic dependent launch).
