@@ -993,9 +993,9 @@ struct QmsShape {
 // bound admits a few more words than the second round's) where the survivor list still holds six
 // standard deviations above the survivors such a pivot may leave; elsewhere, and on the filter
 // path, whose lists are sized closer to their survivors, both rounds. At k = 512 on 32768 and
-// 65536 columns (the list at 4.4 standard deviations) the looser pivots cost 7-11 %: rows
-// overflowed and were handed back (bench/results/select.md "The warp's key range by reduction,
-// the pivot's rounds").
+// 65536 columns (the list at 4.4 standard deviations) the looser pivots cost 7-11 %, likely rows
+// overflowing the list and handed back (bench/results/select.md "The warp's key range by
+// reduction, the pivot's rounds").
 constexpr int kBlockRowPivotStop = 4;
 template <int KB>
 int QmsBlockRowPivotStop(int64_t cols, int rank, int sample) {

@@ -65,7 +65,7 @@ __device__ __forceinline__ void WarpKeyRange(EachKey&& each_key, unsigned& mn, u
     mx = max(mx, key);
   });
   // One warp reduction each from sm_80 on (redux.sync) where five shuffle rounds were: H100 and
-  // H200, separate builds, -0.2 to -1.4 % of the time on 8192 rows of 8192 to 65536 columns
+  // H200, -0.1 to -1.4 % of the time on 8192 rows of 8192 to 65536 columns
   // (bench/results/select.md "The warp's key range by reduction, the pivot's rounds").
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   mn = __reduce_min_sync(kFullMask, mn);
