@@ -928,6 +928,14 @@ constexpr bool QmsBlockRowNarrow(int64_t cols) {
 // where it applies (rows of at least 8k columns); on rows where k is a larger share, the whole
 // row when it fits the survivor list (kAdmitAll: no sample), else the rank SampleRank's rule
 // gives if six standard deviations above the survivors it leaves fit the list (kNoRank if not).
+// Whether the fused kernel's survivor list (kCap words) holds six standard deviations above the
+// row words a pivot leaves when `mean` sample keys fall under it (a sample of `sample` words).
+template <int KB>
+bool QmsBlockRowListHolds(int64_t cols, int sample, double mean) {
+  constexpr int kCap = QmsBlockRowConfig<KB, 256>::kCap;
+  return (mean + 6.0 * std::sqrt(mean)) * static_cast<double>(cols) / sample <= kCap;
+}
+
 template <int KB>
 int QmsBlockRowRank(int64_t cols, int k, int sample) {
   const int rank = SampleRank(cols, k, sample);
@@ -937,9 +945,7 @@ int QmsBlockRowRank(int64_t cols, int k, int sample) {
   if (cols <= kCap) return kAdmitAll;
   const double lambda = static_cast<double>(k) * sample / static_cast<double>(cols);
   const int wide = static_cast<int>(lambda + 4.0 * std::sqrt(lambda) + 4.0);
-  const double mean = wide + 1.0;
-  const double need = (mean + 6.0 * std::sqrt(mean)) * static_cast<double>(cols) / sample;
-  return wide < sample / 2 && need <= kCap ? wide : kNoRank;
+  return wide < sample / 2 && QmsBlockRowListHolds<KB>(cols, sample, wide + 1.0) ? wide : kNoRank;
 }
 
 // The words of the fused kernel's pivot sample: 512 on rows of up to 16384 columns (the list
@@ -1000,10 +1006,8 @@ constexpr int kBlockRowPivotStop = 4;
 template <int KB>
 int QmsBlockRowPivotStop(int64_t cols, int rank, int sample) {
   if (rank < 0) return 0;
-  constexpr int kCap = QmsBlockRowConfig<KB, 256>::kCap;
-  const double mean = rank + 1.0 + kBlockRowPivotStop;
-  const double need = (mean + 6.0 * std::sqrt(mean)) * static_cast<double>(cols) / sample;
-  return need <= kCap ? kBlockRowPivotStop : 0;
+  const bool holds = QmsBlockRowListHolds<KB>(cols, sample, rank + 1.0 + kBlockRowPivotStop);
+  return holds ? kBlockRowPivotStop : 0;
 }
 
 // A launch's tag for its published pivots (never 0, which means none, nor 2^32 - 1): a pivot
