@@ -780,7 +780,7 @@ struct QmsBlockRowConfig {
   static_assert(kListBytes % 16 == 0, "the stage and the finish's words 16-byte aligned");
 };
 
-template <int KB, int T, int MB>
+template <int KB, int T, int MB, bool kAhead = false>
 __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t row0, int rows,
                                                           int ppr, QmsSplitScratch s,
                                                           unsigned tag) {
@@ -829,6 +829,17 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
     await_pivot(0);
   }
   for (int lr = blockIdx.x; lr < rows;) {
+    // kAhead: each warp's later pieces of the row asked of L2 as the row starts, from the block's
+    // second row on (QmsBlockRowAhead).
+    if (kAhead && lane == 0 && lr != static_cast<int>(blockIdx.x)) {
+      const float* rp = row_ptr(lr);
+      if ((reinterpret_cast<uintptr_t>(rp) & 15u) == 0) {
+        for (int p = warp + C::kWarps; p < ppr && int64_t{p + 1} * kFilterPiece <= a.cols;
+             p += C::kWarps) {
+          PrefetchL2(rp + int64_t{p} * kFilterPiece, kFilterPiece * 4);
+        }
+      }
+    }
     if (threadIdx.x == 0) {
       // The block's next row, taken now so its first pieces can be asked of L2 before the finish
       // (the counter is cleared by the pivot kernel: with a tag, before row 0's pivot is
@@ -1026,6 +1037,25 @@ inline unsigned NextPivotTag() {
 // faster: the filter needs every register of the SM to keep enough loads in flight.)
 constexpr int64_t kSplitScratchBytes = int64_t{320} << 20;
 
+// Whether the fused kernel asks L2 for each warp's later pieces of a row as the row starts (the
+// first piece of the block's next row is asked for before each finish in any case), from each
+// block's second row on: on rows of up to 16384 columns with more pieces than the block has
+// warps, in 256-thread blocks at every k and in 128-thread blocks (rows of up to 8192 columns) at
+// k > 256. H100, 8192 rows, separate builds: -1.0 to -3.5 % at k = 512 / 1024 on 8192 to 16384
+// columns (8192 x 8192 at k = 1024 0.499 -> 0.514 of the read), -0.7 / -3.2 % at k = 2048 on
+// 12288 / 16384, -2.2 to -2.8 % at k = 32-256 on 12288; 12000 rows -2.6 % at k = 1024. Not taken:
+// at k <= 256 in 128-thread blocks (+1.2 % at k = 32 on 8192 columns, no gain at 128 / 256); on
+// the blocks' first rows, which start together and whose prefetches crowd the first pieces' loads
+// (2000 and 5000 rows of 8192 columns 2-4 % slower at k = 1024); on 32768 and 65536 columns (three
+// and seven prefetches a warp a row, +2.5 to +28 %) (bench/results/select.md "A row's later
+// pieces asked of L2").
+template <int KB>
+bool QmsBlockRowAhead(int64_t cols) {
+  const bool narrow = QmsBlockRowNarrow<KB>(cols);
+  const int warps = narrow ? 4 : 8;
+  return cols <= 16384 && cols > int64_t{warps} * kFilterPiece && (!narrow || KB >= 512);
+}
+
 template <int KB>
 void LaunchQmsRowParallel(const SelectArgs& a) {
   constexpr int T = QmsShape<KB>::kThreads, U = QmsShape<KB>::kVec, D = QmsShape<KB>::kDepth;
@@ -1039,13 +1069,21 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   }
   const bool narrow_block = QmsBlockRowNarrow<KB>(a.cols);
   const int block_threads = narrow_block ? 128 : 256;
+  const bool ahead = QmsBlockRowAhead<KB>(a.cols);
   auto block_row_kernel = [&] {
     if constexpr (kBlockRowBucket<KB>) {
       if constexpr (KB <= 1024) {
         if (narrow_block) {
+          if constexpr (KB >= 512) {
+            if (ahead) {
+              return KB == 1024 ? QmsBlockRowKernel<KB, 128, 5, true>
+                                : QmsBlockRowKernel<KB, 128, 6, true>;
+            }
+          }
           return KB == 1024 ? QmsBlockRowKernel<KB, 128, 5> : QmsBlockRowKernel<KB, 128, 6>;
         }
       }
+      if (ahead) return QmsBlockRowKernel<KB, 256, 3, true>;
       return QmsBlockRowKernel<KB, 256, 3>;
     } else {
       return 0;
