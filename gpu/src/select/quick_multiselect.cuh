@@ -1042,13 +1042,13 @@ constexpr int64_t kSplitScratchBytes = int64_t{320} << 20;
 // block's second row on: on rows of up to 16384 columns with more pieces than the block has
 // warps, in 256-thread blocks at every k and in 128-thread blocks (rows of up to 8192 columns) at
 // k > 256. H100, 8192 rows, separate builds: -1.0 to -3.5 % at k = 512 / 1024 on 8192 to 16384
-// columns (8192 x 8192 at k = 1024 0.499 -> 0.514 of the read), -0.7 / -3.2 % at k = 2048 on
-// 12288 / 16384, -2.2 to -2.8 % at k = 32-256 on 12288; 12000 rows -2.6 % at k = 1024. Not taken:
-// at k <= 256 in 128-thread blocks (+1.2 % at k = 32 on 8192 columns, no gain at 128 / 256); on
-// the blocks' first rows, which start together and whose prefetches crowd the first pieces' loads
-// (2000 and 5000 rows of 8192 columns 2-4 % slower at k = 1024); on 32768 and 65536 columns (three
-// and seven prefetches a warp a row, +2.5 to +28 %) (bench/results/select.md "A row's later
-// pieces asked of L2").
+// columns (8192 x 8192 at k = 1024 0.499-0.505 -> 0.514-0.519 of the read), -0.7 / -3.2 % at
+// k = 2048 on 12288 / 16384, -2.2 to -2.8 % at k = 32-256 on 12288; 12000 rows -2.6 % at
+// k = 1024. Not taken: at k <= 256 in 128-thread blocks (+1.2 % at k = 32 on 8192 columns, no
+// gain at 128 / 256); on the blocks' first rows, which start together and whose prefetches crowd
+// the first pieces' loads (2000 and 5000 rows of 8192 columns 2-4 % slower at k = 1024); on 32768
+// and 65536 columns (three and seven prefetches a warp a row, +2.5 to +28 %)
+// (bench/results/select.md "A row's later pieces asked of L2").
 template <int KB>
 bool QmsBlockRowAhead(int64_t cols) {
   const bool narrow = QmsBlockRowNarrow<KB>(cols);
