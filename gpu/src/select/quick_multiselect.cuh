@@ -1050,10 +1050,9 @@ constexpr int64_t kSplitScratchBytes = int64_t{320} << 20;
 // and 65536 columns (three and seven prefetches a warp a row, +2.5 to +28 %)
 // (bench/results/select.md "A row's later pieces asked of L2").
 template <int KB>
-bool QmsBlockRowAhead(int64_t cols) {
-  const bool narrow = QmsBlockRowNarrow<KB>(cols);
-  const int warps = narrow ? 4 : 8;
-  return cols <= 16384 && cols > int64_t{warps} * kFilterPiece && (!narrow || KB >= 512);
+bool QmsBlockRowAhead(int64_t cols, int threads) {
+  return cols <= 16384 && cols > int64_t{threads / 32} * kFilterPiece &&
+         (threads > 128 || KB >= 512);
 }
 
 template <int KB>
@@ -1069,22 +1068,19 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   }
   const bool narrow_block = QmsBlockRowNarrow<KB>(a.cols);
   const int block_threads = narrow_block ? 128 : 256;
-  const bool ahead = QmsBlockRowAhead<KB>(a.cols);
+  const bool ahead = QmsBlockRowAhead<KB>(a.cols, block_threads);
   auto block_row_kernel = [&] {
     if constexpr (kBlockRowBucket<KB>) {
       if constexpr (KB <= 1024) {
         if (narrow_block) {
+          constexpr int kPerSm = KB == 1024 ? 5 : 6;  // 128-thread blocks an SM
           if constexpr (KB >= 512) {
-            if (ahead) {
-              return KB == 1024 ? QmsBlockRowKernel<KB, 128, 5, true>
-                                : QmsBlockRowKernel<KB, 128, 6, true>;
-            }
+            if (ahead) return QmsBlockRowKernel<KB, 128, kPerSm, true>;
           }
-          return KB == 1024 ? QmsBlockRowKernel<KB, 128, 5> : QmsBlockRowKernel<KB, 128, 6>;
+          return QmsBlockRowKernel<KB, 128, kPerSm>;
         }
       }
-      if (ahead) return QmsBlockRowKernel<KB, 256, 3, true>;
-      return QmsBlockRowKernel<KB, 256, 3>;
+      return ahead ? QmsBlockRowKernel<KB, 256, 3, true> : QmsBlockRowKernel<KB, 256, 3>;
     } else {
       return 0;
     }
