@@ -935,10 +935,6 @@ constexpr bool QmsBlockRowNarrow(int64_t cols) {
   return KB <= 1024 && cols <= 8192;
 }
 
-// The sample rank of the fused kernel's pivots, from a sample of `sample` words: SampleRank
-// where it applies (rows of at least 8k columns); on rows where k is a larger share, the whole
-// row when it fits the survivor list (kAdmitAll: no sample), else the rank SampleRank's rule
-// gives if six standard deviations above the survivors it leaves fit the list (kNoRank if not).
 // Whether the fused kernel's survivor list (kCap words) holds six standard deviations above the
 // row words a pivot leaves when `mean` sample keys fall under it (a sample of `sample` words).
 template <int KB>
@@ -947,6 +943,10 @@ bool QmsBlockRowListHolds(int64_t cols, int sample, double mean) {
   return (mean + 6.0 * std::sqrt(mean)) * static_cast<double>(cols) / sample <= kCap;
 }
 
+// The sample rank of the fused kernel's pivots, from a sample of `sample` words: SampleRank
+// where it applies (rows of at least 8k columns); on rows where k is a larger share, the whole
+// row when it fits the survivor list (kAdmitAll: no sample), else the rank SampleRank's rule
+// gives if six standard deviations above the survivors it leaves fit the list (kNoRank if not).
 template <int KB>
 int QmsBlockRowRank(int64_t cols, int k, int sample) {
   const int rank = SampleRank(cols, k, sample);
