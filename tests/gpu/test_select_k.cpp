@@ -47,7 +47,7 @@ uint32_t Bits(float v) {
 // sampled partition finishes and rows it hands back (too few or too many survivors).
 // kCrowded: every other row random, the others random but with every 16th column one of two
 // neighbouring floats next to 0.001, low in the row: hundreds of candidates crowd into one bucket
-// of the counting-sort finish, which refuses the row (it is selected again by the one-block path).
+// of the counting-sort finish, which refuses the row (it is selected again from the whole row).
 // kNegNan: NaNs with the sign bit set (they order under -inf by their bits), a third of the
 // words on even rows (the sampled pivot is such a NaN) and one in fifty on odd rows, a few NaNs
 // of a clear sign bit besides.
@@ -253,6 +253,9 @@ const Shape kShapes[] = {
     {"inf_nan_wide", 8, 8192, Fill::kInfNan, 1},
     {"sample_trap_16k", 8, 16384, Fill::kSampleTrap},
     {"mixed_8k", 300, 8192, Fill::kMixed, 2},
+    // The rows the fused kernel refuses, selected again by its block from the row, with the
+    // caller's indices on misaligned rows.
+    {"mixed_8k_ids", 300, 8192, Fill::kMixed, 1, true},
     {"rows_8k_misaligned", 600, 8192, Fill::kRandom, 3},
     {"dups_8k", 200, 8191, Fill::kDuplicates, 1},
     {"dups_12k", 200, 12001, Fill::kDuplicates, 1},
@@ -271,8 +274,8 @@ const Shape kShapes[] = {
     // from a wider sample rank (5000 columns at k = 1000, 3000 at k = 500).
     {"mixed_3k", 300, 3000, Fill::kMixed, 1},
     {"mixed_5k", 300, 5000, Fill::kMixed, 2},
-    // Longer rows, many of them, are selected row-parallel (pivot, split filter, hand-back of
-    // failed rows): finished and handed-back rows in one launch.
+    // Longer rows, many of them, are selected row-parallel (pivot, fused filter and finish, the
+    // failed rows selected again): finished and reselected rows in one launch.
     {"mixed_rows", 300, 20000, Fill::kMixed},
     {"many_rows", 8192, 40, Fill::kRandom},
     {"big_n1m", 2, 1048576, Fill::kRandom},

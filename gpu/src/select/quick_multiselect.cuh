@@ -291,7 +291,8 @@ __global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3)
 //   sample at the k asked (fewer than 8k columns), whole or under a pivot of a higher rank;
 //   4. QuickMultiSelectListKernel: the rows whose pivot fell under the k-th word (fewer than k
 //      survivors), that overflowed the survivor list or that the finish refused are selected
-//      again by the one-block path.
+//      again by the one-block path. The fused kernel needs no such launch: its block selects such
+//      a row again itself, from the row (BlockRowReselect).
 constexpr int kFilterVec = 8;  // float4 per lane and piece: pieces of 1024 columns, one per warp
 constexpr int kFilterPiece = 32 * 4 * kFilterVec;
 // Sample ranks that are not ranks: no sample, every word survives; no pivot suits the rows.
@@ -759,9 +760,9 @@ auto QmsBucketFinishFor(int64_t cols) {
 // rather than every gridDim.x-th: rows cost unequal time (their survivors, their finish), and a
 // fixed share left blocks idle while the slowest finished; and 8192 rows on 792 blocks left an
 // eleventh round of 272 rows (H100, 8192 x 8192: -4 to -8 % at k = 32 to 256, -3 % at 1024;
-// bench/results/select.md "Rows taken from a counter"). Rows the finish refuses, or with more
-// survivors than the list holds, are handed back. (kBlockRowMaxCols: the 16-bit columns of the
-// list.)
+// bench/results/select.md "Rows taken from a counter"). Rows the finish refuses, or with fewer
+// than k or more survivors than the list holds, the block selects again from the row itself
+// (BlockRowReselect). (kBlockRowMaxCols: the 16-bit columns of the list.)
 template <int KB>
 constexpr bool kBlockRowBucket = KB >= 32 && KB <= 2048;
 
@@ -779,6 +780,103 @@ struct QmsBlockRowConfig {
   static constexpr int kShared = kListBytes + (kStage > kFinish ? kStage : kFinish);
   static_assert(kListBytes % 16 == 0, "the stage and the finish's words 16-byte aligned");
 };
+
+// A row the fused kernel's sampled pivot did not settle (fewer than k survivors, more than its list
+// holds, or buckets the finish refused), selected again by the same block from the row itself,
+// exact for any row: the k-th key by a radix select over the row (four passes of 8 bits, the
+// histogram in `hist`, 256 + 16 words), the keys under it and the first of its ties in column
+// order gathered into `words` (KB words), sorted there by a bitonic sort and written. Five reads
+// of the row: slower than the filter, but a launch after the fused kernel to do it cost every
+// call 1.5-2 us on 8192 rows and 2-4 us on 300-2000 (H100; bench/results/select.md "Refused rows
+// reselected by the fused kernel"). All T threads call it.
+template <int T, int KB>
+__device__ __forceinline__ void BlockRowReselect(const SelectArgs& a, int64_t row, unsigned* hist,
+                                                 u64* words) {
+  const float* rp = a.distances + row * a.row_stride;
+  constexpr int kWarps = T / 32;
+  static_assert((KB & (KB - 1)) == 0 && KB >= 32 && kWarps <= 13, "a power of two, 13 warps");
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid / 32;
+  const int cols = static_cast<int>(a.cols);
+  int* scal = reinterpret_cast<int*>(hist + 256);  // the bin and rank found; the gather's counts
+  unsigned prefix = 0, mask = 0;
+  int rest = a.k;  // the rank (from 1) wanted among the keys that match prefix under mask
+#pragma unroll 1
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int b = tid; b < 256; b += T) hist[b] = 0;
+    __syncthreads();
+    for (int j = tid; j < cols; j += T) {
+      const unsigned key = FloatKey(__ldcg(rp + j));
+      if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
+    }
+    __syncthreads();
+    if (warp == 0) {
+      int sum = 0;
+#pragma unroll 1
+      for (int i = 0; i < 8; ++i) sum += static_cast<int>(hist[lane * 8 + i]);
+      const int incl = WarpInclusiveSum(sum);
+      int acc = incl - sum;
+      if (acc < rest && rest <= incl) {
+        int bin = lane * 8;
+#pragma unroll 1
+        for (; acc + static_cast<int>(hist[bin]) < rest; ++bin) acc += static_cast<int>(hist[bin]);
+        scal[0] = bin;
+        scal[1] = rest - acc;
+      }
+    }
+    __syncthreads();
+    prefix |= static_cast<unsigned>(scal[0]) << shift;
+    mask |= 255u << shift;
+    rest = scal[1];
+    __syncthreads();  // scal and hist are written again
+  }
+  // prefix is the k-th key; the first `rest` of its ties in column order are taken.
+  const int less = a.k - rest;
+  int* less_fill = scal + 2;
+  int* wcount = scal + 3;  // [kWarps]
+  if (tid == 0) *less_fill = 0;
+  __syncthreads();
+  int tie_base = 0;
+#pragma unroll 1
+  for (int c0 = 0; c0 < cols; c0 += T) {
+    const int j = c0 + tid;
+    const unsigned key = j < cols ? FloatKey(__ldcg(rp + j)) : 0u;
+    const bool lt = j < cols && key < prefix, eq = j < cols && key == prefix;
+    if (lt) words[atomicAdd(less_fill, 1)] = Pack(key, j);
+    const unsigned bal = __ballot_sync(kFullMask, eq);
+    if (lane == 0) wcount[warp] = __popc(bal);
+    __syncthreads();
+    int before = tie_base, total = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      before += w < warp ? wcount[w] : 0;
+      total += wcount[w];
+    }
+    if (eq) {
+      const int slot = before + __popc(bal & LaneMaskLt());
+      if (slot < rest) words[less + slot] = Pack(key, j);
+    }
+    tie_base += total;
+    __syncthreads();  // wcount is written again
+  }
+  for (int i = a.k + tid; i < KB; i += T) words[i] = kSentinel;
+  __syncthreads();
+#pragma unroll 1
+  for (int size = 2; size <= KB; size <<= 1) {
+#pragma unroll 1
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      for (int t = tid; t < KB / 2; t += T) {
+        const int lo = 2 * t - (t & (stride - 1)), hi = lo + stride;
+        const u64 x = words[lo], y = words[hi];
+        if ((x > y) == ((lo & size) == 0)) {
+          words[lo] = y;
+          words[hi] = x;
+        }
+      }
+      __syncthreads();
+    }
+  }
+  WriteRow<T>(a, row, words, tid);
+}
 
 template <int KB, int T, int MB, bool kAhead = false>
 __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t row0, int rows,
@@ -917,7 +1015,13 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
       done = BlockBucketFinish<T, KB, C::kBuckets, C::kMaxBucket, 0, uint16_t, true>(
           a, row0 + lr, n, keys, cols16, work, KeyBounds{key_lo, key_hi, true});
     }
-    if (!done && threadIdx.x == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row0 + lr;
+    if (!done) {
+      static_assert(KB * 8 <= (C::kStage > C::kFinish ? C::kStage : C::kFinish) &&
+                        C::kCap * 4 >= (256 + 16) * 4,
+                    "the reselect's words in the work area, its histogram in the list's");
+      __syncthreads();  // the finish's reads of the list and the work area are done
+      BlockRowReselect<T, KB>(a, row0 + lr, keys, reinterpret_cast<u64*>(work));
+    }
     __syncthreads();  // fill, the list and the finish's state are reused by the next row
     lr = nxt;
   }
@@ -1011,7 +1115,7 @@ struct QmsShape {
 // standard deviations above the survivors such a pivot may leave; elsewhere, and on the filter
 // path, whose lists are sized closer to their survivors, both rounds. At k = 512 on 32768 and
 // 65536 columns (the list at 4.4 standard deviations) the looser pivots cost 7-11 %, likely rows
-// overflowing the list and handed back (bench/results/select.md "The warp's key range by
+// overflowing the list and selected again (bench/results/select.md "The warp's key range by
 // reduction, the pivot's rounds").
 constexpr int kBlockRowPivotStop = 4;
 template <int KB>
@@ -1161,6 +1265,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
                         a, row0, s);
       }
     }
+    if (fused) continue;  // the fused kernel reselects the rows it refuses itself
     const int64_t grid = std::min<int64_t>(n, static_cast<int64_t>(sms) * (KB >= 1024 ? 2 : 3));
     LaunchDependent(list, grid, T, C::kShared, a.stream, a,
                     static_cast<const int*>(s.fail_count),
