@@ -810,17 +810,11 @@ __device__ __forceinline__ void BlockRowReselect(const SelectArgs& a, int64_t ro
     }
     __syncthreads();
     if (warp == 0) {
-      int sum = 0;
-#pragma unroll 1
-      for (int i = 0; i < 8; ++i) sum += static_cast<int>(hist[lane * 8 + i]);
-      const int incl = WarpInclusiveSum(sum);
-      int acc = incl - sum;
-      if (acc < rest && rest <= incl) {
-        int bin = lane * 8;
-#pragma unroll 1
-        for (; acc + static_cast<int>(hist[bin]) < rest; ++bin) acc += static_cast<int>(hist[bin]);
+      int bin, r;
+      WarpHistPick(hist, rest - 1, bin, r);
+      if (lane == 0) {
         scal[0] = bin;
-        scal[1] = rest - acc;
+        scal[1] = r + 1;
       }
     }
     __syncthreads();
@@ -860,21 +854,7 @@ __device__ __forceinline__ void BlockRowReselect(const SelectArgs& a, int64_t ro
   }
   for (int i = a.k + tid; i < KB; i += T) words[i] = kSentinel;
   __syncthreads();
-#pragma unroll 1
-  for (int size = 2; size <= KB; size <<= 1) {
-#pragma unroll 1
-    for (int stride = size >> 1; stride > 0; stride >>= 1) {
-      for (int t = tid; t < KB / 2; t += T) {
-        const int lo = 2 * t - (t & (stride - 1)), hi = lo + stride;
-        const u64 x = words[lo], y = words[hi];
-        if ((x > y) == ((lo & size) == 0)) {
-          words[lo] = y;
-          words[hi] = x;
-        }
-      }
-      __syncthreads();
-    }
-  }
+  BitonicSortRuns<T>(words, 1, KB, KB);
   WriteRow<T>(a, row, words, tid);
 }
 
