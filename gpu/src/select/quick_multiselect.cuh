@@ -940,10 +940,25 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
       float4 v[U];
       unsigned bits = LoadPieceBits(rp, a.cols, base, vec, whole, thr, thr_f, v, lane);
       if (!__any_sync(kFullMask, bits != 0)) continue;
-      const int pos = WarpAppendSlots(__popc(bits), &fill);
+      const int count = __popc(bits);
+      const int pos = WarpAppendSlots(count, &fill);
+      const int first = __shfl_sync(kFullMask, pos, 0);
+      const int end = min(__shfl_sync(kFullMask, pos + count, 31), C::kCap);
       if (bits) {
 #pragma unroll
         for (int u = 0; u < U; ++u) *reinterpret_cast<float4*>(stage + u * 128 + lane * 4) = v[u];
+      }
+      // The survivors stored by the warp together: each lane notes its candidates' stage
+      // positions in their slots' column entries (a short loop over its own bits), then lane i
+      // makes slots first + i, first + i + 32, ... from the stage, instead of each lane making its
+      // own survivors while the warp waits for the lane with the most. H100, separate builds,
+      // two calls: -1.7 to -3.7 % at k = 512 / 1024 on 8192 x 8192, -2.5 to -4.4 % at k = 1024
+      // on 12288 and 16384 columns, -2.0 / -3.0 % at k = 256 on 12288, -2 to -6 % on 300 to 5000
+      // rows, 32768 and 65536 columns within 0.7 %; no spills left in the kernel
+      // (bench/results/select.md "Survivors stored by the warp together, in the fused kernel").
+      for (int slot = pos; bits && slot < C::kCap; ++slot) {
+        cols16[slot] = static_cast<uint16_t>(StagePos(__ffs(bits) - 1, lane));
+        bits &= bits - 1;
       }
       __syncwarp();
       // The piece's survivors into the list. Under a finite threshold (`whole`) none is NaN and
@@ -952,19 +967,14 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
       // 8192; with 256 threads at k <= 256 it cost +0.2 to +1.3 % on 32768 and 65536 columns, so
       // not there (bench/results/select.md "Survivor keys without the NaN test").
       auto store_all = [&](auto finite) {
-        for (int slot = pos; bits; ++slot) {
-          const int j = __ffs(bits) - 1;
-          bits &= bits - 1;
-          const int at = StagePos(j, lane);
-          const int off = StageColumn(vec, at);
-          if (slot < C::kCap) {
-            const unsigned key =
-                decltype(finite)::value ? NumberKey(stage[at]) : FloatKey(stage[at]);
-            keys[slot] = key;
-            cols16[slot] = static_cast<uint16_t>(base + off);
-            lo = min(lo, key);
-            hi = max(hi, key);
-          }
+        for (int slot = first + lane; slot < end; slot += 32) {
+          const int at = cols16[slot];
+          const unsigned key =
+              decltype(finite)::value ? NumberKey(stage[at]) : FloatKey(stage[at]);
+          keys[slot] = key;
+          cols16[slot] = static_cast<uint16_t>(base + StageColumn(vec, at));
+          lo = min(lo, key);
+          hi = max(hi, key);
         }
       };
       if constexpr (kNumberKeys) {
