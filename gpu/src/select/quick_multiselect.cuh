@@ -953,8 +953,9 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
       // makes slots first + i, first + i + 32, ... from the stage, instead of each lane making its
       // own survivors while the warp waits for the lane with the most. H100, separate builds,
       // two calls: -1.7 to -3.7 % at k = 512 / 1024 on 8192 x 8192, -2.5 to -4.4 % at k = 1024
-      // on 12288 and 16384 columns, -2.0 / -3.0 % at k = 256 on 12288, -2 to -6 % on 300 to 5000
-      // rows, 32768 and 65536 columns within 0.7 %; no spills left in the kernel
+      // on 12288 and 16384 columns, -2.0 / -3.0 % at k = 256 on 12288, -0.5 to -6 % on 300 to
+      // 5000 rows (300 x 8192 at k = 256 -5.0 / +5.9 %), 32768 and 65536 columns within 0.7 %;
+      // no spills left in the kernel
       // (bench/results/select.md "Survivors stored by the warp together, in the fused kernel").
       for (int slot = pos; bits && slot < C::kCap; ++slot) {
         cols16[slot] = static_cast<uint16_t>(StagePos(__ffs(bits) - 1, lane));
