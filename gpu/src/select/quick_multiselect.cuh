@@ -882,14 +882,14 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
   // -3.5 % at k = 64 / 256 on 8192 columns, -0.9 / -1.1 % at k = 256 / 1024 on 16384, -0.2 to
   // -1.0 % on 32768 and 65536, bench/results/select_block_row_small_k_ab_h100.txt); of the next
   // row before each finish.
-  auto prefetch_first = [&](int lr) {
-    if (lane == 0 && lr < rows && warp < ppr) {
-      const float* np = row_ptr(lr);
-      const int64_t end = int64_t{warp + 1} * kFilterPiece;
-      if ((reinterpret_cast<uintptr_t>(np) & 15u) == 0 && end <= a.cols) {
-        PrefetchL2(np + int64_t{warp} * kFilterPiece, kFilterPiece * 4);
-      }
+  // Whole pieces of 16-byte aligned rows only.
+  auto prefetch_piece = [&](const float* rp, int p) {
+    if ((reinterpret_cast<uintptr_t>(rp) & 15u) == 0 && int64_t{p + 1} * kFilterPiece <= a.cols) {
+      PrefetchL2(rp + int64_t{p} * kFilterPiece, kFilterPiece * 4);
     }
+  };
+  auto prefetch_first = [&](int lr) {
+    if (lane == 0 && lr < rows && warp < ppr) prefetch_piece(row_ptr(lr), warp);
   };
   prefetch_first(static_cast<int>(blockIdx.x));
   // The pivots: with a tag, each row's own as the pivot kernel publishes it (its counters cleared
@@ -910,13 +910,7 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
     // kAhead: each warp's later pieces of the row asked of L2 as the row starts, from the block's
     // second row on (QmsBlockRowAhead).
     if (kAhead && lane == 0 && lr != static_cast<int>(blockIdx.x)) {
-      const float* rp = row_ptr(lr);
-      if ((reinterpret_cast<uintptr_t>(rp) & 15u) == 0) {
-        for (int p = warp + C::kWarps; p < ppr && int64_t{p + 1} * kFilterPiece <= a.cols;
-             p += C::kWarps) {
-          PrefetchL2(rp + int64_t{p} * kFilterPiece, kFilterPiece * 4);
-        }
-      }
+      for (int p = warp + C::kWarps; p < ppr; p += C::kWarps) prefetch_piece(row_ptr(lr), p);
     }
     if (threadIdx.x == 0) {
       // The block's next row, taken now so its first pieces can be asked of L2 before the finish
@@ -1154,10 +1148,10 @@ template <int KB>
 void LaunchQmsRowParallel(const SelectArgs& a) {
   constexpr int T = QmsShape<KB>::kThreads, U = QmsShape<KB>::kVec, D = QmsShape<KB>::kDepth;
   using C = QmsConfig<KB, T, U, D>;
-  auto list = QuickMultiSelectListKernel<KB, T, U, D>;
-  PrepareSharedMemory(list, C::kShared, a);
+  auto list = QuickMultiSelectListKernel<KB, T, U, D>;  // the hand-back, not on the fused path
   using BF = QmsBucketFinishConfig<KB>;
   const bool block_row = QmsBlockRowSuits<KB>(a);
+  if (!block_row) PrepareSharedMemory(list, C::kShared, a);
   if constexpr (KB > kWarpFinishMax) {
     if (!block_row) PrepareSharedMemory(QmsBucketFinishFor<KB>(a.cols), BF::kShared, a);
   }
@@ -1196,13 +1190,14 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   int64_t batch = std::min<int64_t>(a.rows, kSplitScratchBytes / per_row);
   batch = std::min<int64_t>(batch, (int64_t{1} << 31) / ppr - 1);
   auto align = [](int64_t bytes) { return (bytes + 255) / 256 * 256; };
-  const int64_t b_piv = align(batch * 8), b_cnt = align(batch * 8 + 8), b_fail = align(batch * 8);
+  const int64_t b_piv = align(batch * 8), b_cnt = align(batch * 8 + 8);
+  const int64_t b_fail = block_row ? 0 : align(batch * 8);  // the rows handed back
   char* ws = static_cast<char*>(SelectWorkspace(
       static_cast<size_t>(b_piv + b_cnt + b_fail + batch * cap * 8), a.stream, 1));
   QmsSplitScratch s;
   s.pivots = reinterpret_cast<u64*>(ws);
   s.count = reinterpret_cast<int*>(ws + b_piv);
-  s.fail_rows = reinterpret_cast<int64_t*>(ws + b_piv + b_cnt);
+  s.fail_rows = block_row ? nullptr : reinterpret_cast<int64_t*>(ws + b_piv + b_cnt);
   s.survivors = reinterpret_cast<u64*>(ws + b_piv + b_cnt + b_fail);
   s.cap = cap;
   // The pivots' sample (32 runs of sample / 32 words a row) and the rank taken from it.
