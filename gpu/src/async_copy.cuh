@@ -71,6 +71,19 @@ __device__ __forceinline__ void BulkCopy(void* dst, const void* src, int bytes, 
       : "memory");
 #endif
 }
+// BulkCopy with an L2 cache policy for the lines it reads (a createpolicy word).
+__device__ __forceinline__ void BulkCopyHint(void* dst, const void* src, int bytes, uint64_t* bar,
+                                             uint64_t policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1], %2, [%3], %4;\n" ::"r"(d),
+      "l"(src), "r"(bytes), "r"(b), "l"(policy)
+      : "memory");
+#endif
+}
 // Arrives on bar expecting `bytes`, then copies them from src (as BulkCopy); the copy completes
 // the barrier's phase.
 __device__ __forceinline__ void BulkCopyArrive(void* dst, const void* src, int bytes,

@@ -69,6 +69,9 @@ struct Shape {
   // FM_SELECT_LONG_ROWS for the call ("pieces": long rows stored back to back selected as
   // pieces of up to 65536 columns, then again over the pieces' results).
   const char* long_rows = nullptr;
+  // FM_QMS_SLOT for the call ("1": the fused kernel's pieces by bulk copies into a slot a warp
+  // wherever they can be, "0": never; unset, the device rule).
+  const char* slot = nullptr;
 };
 
 struct Param {
@@ -181,16 +184,17 @@ TEST_P(SelectKTest, MatchesCpuReference) {
   // stream: wait for them before queueing the selection.
   CUDA_OK(cudaDeviceSynchronize());
   {
-    // The shape's FM_SELECT_LONG_ROWS for this call only, even if it throws.
-    struct LongRowsEnv {
-      explicit LongRowsEnv(const char* v) : set(v != nullptr) {
-        if (set) setenv("FM_SELECT_LONG_ROWS", v, 1);
+    // The shape's FM_SELECT_LONG_ROWS and FM_QMS_SLOT for this call only, even if it throws.
+    struct ScopedEnv {
+      ScopedEnv(const char* name, const char* v) : name(name), set(v != nullptr) {
+        if (set) setenv(name, v, 1);
       }
-      ~LongRowsEnv() {
-        if (set) unsetenv("FM_SELECT_LONG_ROWS");
+      ~ScopedEnv() {
+        if (set) unsetenv(name);
       }
+      const char* name;
       bool set;
-    } env(p.shape.long_rows);
+    } long_rows("FM_SELECT_LONG_ROWS", p.shape.long_rows), slot("FM_QMS_SLOT", p.shape.slot);
     select_k(res, d_dist, rows, cols, stride, k, p.algo, d_vals, d_idx, d_ids);
     res.Synchronize();
   }
@@ -334,6 +338,29 @@ std::vector<Param> AllParams() {
       out.push_back({a, k, {"long_pieces_many", 400, 131072, Fill::kRandom, 0, false, false,
                             "pieces"}});
     }
+  }
+  // The fused kernel's pieces by bulk copies into a slot a warp (forced; the device rule takes
+  // them on devices with more DRAM bandwidth an SM): 8192 columns with rows refused and
+  // reselected, 6000 (warps of one and of two pieces a row), 8000 (a last piece of 832 columns)
+  // with NaN/inf, 4096 (a piece a warp, sorted rows), a padded stride of aligned rows, enough
+  // rows that blocks take several; and rows the slots cannot take (an odd length, misaligned)
+  // with the switch on.
+  for (SelectAlgo a : {SelectAlgo::kQuickMultiSelect, SelectAlgo::kAuto}) {
+    for (int64_t k : {32, 100, 256}) {
+      out.push_back({a, k, {"slot_8k", 2000, 8192, Fill::kMixed, 0, false, false, nullptr, "1"}});
+      out.push_back({a, k, {"slot_6000", 900, 6000, Fill::kDuplicates, 0, false, false, nullptr,
+                            "1"}});
+      out.push_back({a, k, {"slot_8000", 900, 8000, Fill::kInfNan, 4, true, false, nullptr,
+                            "1"}});
+      out.push_back({a, k, {"slot_4096", 900, 4096, Fill::kSorted, 0, false, false, nullptr,
+                            "1"}});
+      out.push_back({a, k, {"slot_8190", 300, 8190, Fill::kRandom, 0, false, false, nullptr,
+                            "1"}});
+      out.push_back({a, k, {"slot_misaligned", 300, 8192, Fill::kMixed, 1, false, false, nullptr,
+                            "1"}});
+    }
+    out.push_back({a, 64, {"no_slot_8k", 2000, 8192, Fill::kMixed, 0, false, false, nullptr,
+                           "0"}});
   }
   // Past the largest bucket: the documented fallback.
   out.push_back({SelectAlgo::kQuickMultiSelect, 3000, {"random", 3, 5000, Fill::kRandom}});

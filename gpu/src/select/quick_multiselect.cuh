@@ -27,6 +27,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 namespace fm::gpu::detail {
@@ -342,6 +344,13 @@ __device__ __forceinline__ uint64_t L2EvictLastPolicy() {
   uint64_t pol = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+#endif
+  return pol;
+}
+__device__ __forceinline__ uint64_t L2EvictFirstPolicy() {
+  uint64_t pol = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
 #endif
   return pol;
 }
@@ -778,7 +787,10 @@ struct QmsBlockRowConfig {
   static constexpr int kStage = kWarps * kFilterPiece * 4;
   static constexpr int kFinish = BucketFinishShared<KB, kBuckets, kMaxBucket>();
   static constexpr int kShared = kListBytes + (kStage > kFinish ? kStage : kFinish);
+  // With kSlot (QmsBlockRowKernel): the list, the slots (a piece a warp), the finish.
+  static constexpr int kSlotShared = kListBytes + kStage + kFinish;
   static_assert(kListBytes % 16 == 0, "the stage and the finish's words 16-byte aligned");
+  static_assert(kStage % 16 == 0, "the finish after the slots 16-byte aligned");
 };
 
 // A row the fused kernel's sampled pivot did not settle (fewer than k survivors, more than its list
@@ -858,25 +870,53 @@ __device__ __forceinline__ void BlockRowReselect(const SelectArgs& a, int64_t ro
   WriteRow<T>(a, row, words, tid);
 }
 
-template <int KB, int T, int MB, bool kAhead = false>
+// kSlot: each warp's pieces come by bulk copies into a slot of a piece a warp in shared memory
+// instead of by its lanes' loads, the next copied as soon as the warp has taken the last from the
+// slot, across rows: the block's next row's first pieces are in flight while it finishes a row.
+// The slot is the piece's stage. Rows 16-byte aligned, columns a multiple of 4, a piece a warp
+// (QmsBlockRowSlot).
+template <int KB, int T, int MB, bool kAhead = false, bool kSlot = false>
 __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t row0, int rows,
                                                           int ppr, QmsSplitScratch s,
                                                           unsigned tag) {
   using C = QmsBlockRowConfig<KB, T>;
   constexpr int U = kFilterVec;
   constexpr bool kNumberKeys = KB >= 512 || (T == 128 && KB >= 128);
+  static_assert(!(kSlot && kAhead), "the slot asks for the row's pieces itself");
   extern __shared__ __align__(16) unsigned char block_row_smem[];
   unsigned* keys = reinterpret_cast<unsigned*>(block_row_smem);
   uint16_t* cols16 = reinterpret_cast<uint16_t*>(block_row_smem + C::kCap * 4);
-  unsigned char* work = block_row_smem + C::kListBytes;  // the stages, then the finish's state
+  // The stages, then the finish's state in the same bytes; with kSlot the finish's state after
+  // the slots.
+  unsigned char* work = block_row_smem + C::kListBytes + (kSlot ? C::kStage : 0);
   __shared__ int fill;
   __shared__ unsigned key_lo, key_hi;
   __shared__ u64 row_pivot;
   __shared__ int next_row;
+  __shared__ uint64_t slot_bar[kSlot ? C::kWarps : 1];
   AllowDependentGrid();
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  float* stage = reinterpret_cast<float*>(work) + warp * kFilterPiece;
+  float* stage = reinterpret_cast<float*>(block_row_smem + C::kListBytes) + warp * kFilterPiece;
   auto row_ptr = [&](int lr) { return a.distances + (row0 + lr) * a.row_stride; };
+  // Piece i of this warp's pieces of row lr (columns from (warp + i * kWarps) * kFilterPiece)
+  // asked for into its slot by lane 0, L2 told its lines are read once.
+  const uint64_t slot_policy = kSlot ? L2EvictFirstPolicy() : 0;
+  auto slot_fill = [&](int lr, int i) {
+    if (kSlot && lane == 0) {
+      const int64_t base = int64_t{warp + i * C::kWarps} * kFilterPiece;
+      const int bytes = static_cast<int>(std::min<int64_t>(kFilterPiece, a.cols - base)) * 4;
+      MbarExpectTx(&slot_bar[warp], bytes);
+      BulkCopyHint(stage, row_ptr(lr) + base, bytes, &slot_bar[warp], slot_policy);
+    }
+  };
+  if constexpr (kSlot) {
+    if (lane == 0) MbarInit(&slot_bar[warp], 1);
+    __syncwarp();
+    // The block's first row's first piece: the rows were written before the pivot kernel
+    // started, which it has by now.
+    slot_fill(static_cast<int>(blockIdx.x), 0);
+  }
+  int taken = 0;  // pieces this warp has taken from its slot (the barrier's parity)
   // Each warp's first piece of a row asked of L2: of the block's first row while the pivot
   // kernel's last blocks drain, as the filter does (H100, 8192 rows, separate builds: -1.6 /
   // -3.5 % at k = 64 / 256 on 8192 columns, -0.9 / -1.1 % at k = 256 / 1024 on 16384, -0.2 to
@@ -889,7 +929,7 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
     }
   };
   auto prefetch_first = [&](int lr) {
-    if (lane == 0 && lr < rows && warp < ppr) prefetch_piece(row_ptr(lr), warp);
+    if (!kSlot && lane == 0 && lr < rows && warp < ppr) prefetch_piece(row_ptr(lr), warp);
   };
   prefetch_first(static_cast<int>(blockIdx.x));
   // The pivots: with a tag, each row's own as the pivot kernel publishes it (its counters cleared
@@ -929,16 +969,15 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
     const u64 thr = tag == 0 ? s.pivots[lr] : row_pivot;
     const float thr_f = KeyToFloat(static_cast<unsigned>(thr >> 32));
     const bool whole = vec && static_cast<unsigned>(thr >> 32) != 0xffffffffu;
-    for (int p = warp; p < ppr; p += C::kWarps) {
-      const int64_t base = static_cast<int64_t>(p) * kFilterPiece;
-      float4 v[U];
-      unsigned bits = LoadPieceBits(rp, a.cols, base, vec, whole, thr, thr_f, v, lane);
-      if (!__any_sync(kFullMask, bits != 0)) continue;
+    // A piece's survivors (bits; the piece in v, staged at `stage`, where with kSlot it came)
+    // into the list.
+    auto take = [&](unsigned bits, const float4 (&v)[U], int64_t base) {
+      const float* src = stage;
       const int count = __popc(bits);
       const int pos = WarpAppendSlots(count, &fill);
       const int first = __shfl_sync(kFullMask, pos, 0);
       const int end = min(__shfl_sync(kFullMask, pos + count, 31), C::kCap);
-      if (bits) {
+      if (!kSlot && bits) {
 #pragma unroll
         for (int u = 0; u < U; ++u) *reinterpret_cast<float4*>(stage + u * 128 + lane * 4) = v[u];
       }
@@ -964,8 +1003,7 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
       auto store_all = [&](auto finite) {
         for (int slot = first + lane; slot < end; slot += 32) {
           const int at = cols16[slot];
-          const unsigned key =
-              decltype(finite)::value ? NumberKey(stage[at]) : FloatKey(stage[at]);
+          const unsigned key = decltype(finite)::value ? NumberKey(src[at]) : FloatKey(src[at]);
           keys[slot] = key;
           cols16[slot] = static_cast<uint16_t>(base + StageColumn(vec, at));
           lo = min(lo, key);
@@ -982,6 +1020,34 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
         store_all(std::false_type{});
       }
       __syncwarp();  // the stage is reused by the next piece
+    };
+    if constexpr (kSlot) {
+      const int nxt = next_row;
+      const int mine = (ppr - warp + C::kWarps - 1) / C::kWarps;  // this warp's pieces, >= 1
+      for (int i = 0; i < mine; ++i, ++taken) {
+        const int64_t base = int64_t{warp + i * C::kWarps} * kFilterPiece;
+        MbarWait(&slot_bar[warp], taken & 1);
+        float4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = reinterpret_cast<const float4*>(stage)[u * 32 + lane];
+        const unsigned bits = whole && base + kFilterPiece <= a.cols
+                                  ? ValueLeBits(v, thr_f)
+                                  : CandidateBits<32, U>(v, base, a.cols, true, thr, lane);
+        if (__any_sync(kFullMask, bits != 0)) take(bits, v, base);
+        // The slot takes this warp's next piece: of this row, else of the block's next row.
+        if (i + 1 < mine) {
+          slot_fill(lr, i + 1);
+        } else if (nxt < rows) {
+          slot_fill(nxt, 0);
+        }
+      }
+    } else {
+      for (int p = warp; p < ppr; p += C::kWarps) {
+        const int64_t base = static_cast<int64_t>(p) * kFilterPiece;
+        float4 v[U];
+        const unsigned bits = LoadPieceBits(rp, a.cols, base, vec, whole, thr, thr_f, v, lane);
+        if (__any_sync(kFullMask, bits != 0)) take(bits, v, base);
+      }
     }
     const int nxt = next_row;
     prefetch_first(nxt);
@@ -1001,7 +1067,7 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
           a, row0 + lr, n, keys, cols16, work, KeyBounds{key_lo, key_hi, true});
     }
     if (!done) {
-      static_assert(KB * 8 <= (C::kStage > C::kFinish ? C::kStage : C::kFinish) &&
+      static_assert(KB * 8 <= (C::kStage > C::kFinish && !kSlot ? C::kStage : C::kFinish) &&
                         C::kCap * 4 >= (256 + 16) * 4,
                     "the reselect's words in the work area, its histogram in the list's");
       __syncthreads();  // the finish's reads of the list and the work area are done
@@ -1144,6 +1210,29 @@ bool QmsBlockRowAhead(int64_t cols, int threads) {
          (threads > 128 || KB >= 512);
 }
 
+// Whether the fused kernel's pieces come by bulk copies into a slot a warp (QmsBlockRowKernel's
+// kSlot): in its 128-thread blocks at k <= 256, on devices whose SM's share of the DRAM bandwidth
+// exceeds kSlotDramPerSm, on 16-byte aligned rows of a multiple of 4 columns. H200 (36 KB/us an
+// SM), 8192 rows of 8192 columns: -4.5 / -7.6 / -3.1 % at k = 32 / 128 / 256, 5000 rows -3.6 %;
+// H100 (25 KB/us): -1.3 to +1.3 % there, so not; and in either, where the slots cost blocks an SM
+// (k = 512 / 1024: +6 to +11 %) or in 256-thread blocks (+5 to +10 % on 65536 columns), slower
+// (bench/results/select.md "The fused kernel's pieces by bulk copies"). FM_QMS_SLOT=1 / 0
+// overrides the device rule where the slots can be used.
+constexpr double kSlotDramPerSm = 30000;  // bytes a microsecond
+template <int KB>
+bool QmsBlockRowSlot(const SelectArgs& a, int threads) {
+  if (!BulkCopyAvailable() || threads != 128 || KB > 256) return false;
+  const bool aligned = (reinterpret_cast<uintptr_t>(a.distances) & 15u) == 0 &&
+                       a.row_stride % 4 == 0 && a.cols % 4 == 0;
+  const int64_t ppr = (a.cols + kFilterPiece - 1) / kFilterPiece;
+  if (!aligned || ppr < threads / 32 ||
+      QmsBlockRowConfig<KB, 128>::kSlotShared > a.max_shared_bytes) {
+    return false;
+  }
+  if (const char* env = std::getenv("FM_QMS_SLOT")) return std::strcmp(env, "1") == 0;
+  return a.dram_bytes_per_us_sm > kSlotDramPerSm;
+}
+
 template <int KB>
 void LaunchQmsRowParallel(const SelectArgs& a) {
   constexpr int T = QmsShape<KB>::kThreads, U = QmsShape<KB>::kVec, D = QmsShape<KB>::kDepth;
@@ -1157,12 +1246,16 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   }
   const bool narrow_block = QmsBlockRowNarrow<KB>(a.cols);
   const int block_threads = narrow_block ? 128 : 256;
-  const bool ahead = QmsBlockRowAhead<KB>(a.cols, block_threads);
+  const bool slot = block_row && QmsBlockRowSlot<KB>(a, block_threads);
+  const bool ahead = !slot && QmsBlockRowAhead<KB>(a.cols, block_threads);
   auto block_row_kernel = [&] {
     if constexpr (kBlockRowBucket<KB>) {
       if constexpr (KB <= 1024) {
         if (narrow_block) {
           constexpr int kPerSm = KB == 1024 ? 5 : 6;  // 128-thread blocks an SM
+          if constexpr (KB <= 256) {
+            if (slot) return QmsBlockRowKernel<KB, 128, kPerSm, false, true>;
+          }
           if constexpr (KB >= 512) {
             if (ahead) return QmsBlockRowKernel<KB, 128, kPerSm, true>;
           }
@@ -1174,8 +1267,9 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
       return 0;
     }
   }();
-  const int block_row_shared = narrow_block ? QmsBlockRowConfig<KB, 128>::kShared
-                                            : QmsBlockRowConfig<KB, 256>::kShared;
+  const int block_row_shared = slot           ? QmsBlockRowConfig<KB, 128>::kSlotShared
+                               : narrow_block ? QmsBlockRowConfig<KB, 128>::kShared
+                                              : QmsBlockRowConfig<KB, 256>::kShared;
   int block_row_grid = 0;  // blocks a launch: as many as the SMs hold at once
   if constexpr (kBlockRowBucket<KB>) {
     if (block_row) {
