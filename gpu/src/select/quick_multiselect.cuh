@@ -1034,7 +1034,9 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
                                   ? ValueLeBits(v, thr_f)
                                   : CandidateBits<32, U>(v, base, a.cols, true, thr, lane);
         if (__any_sync(kFullMask, bits != 0)) take(bits, v, base);
-        // The slot takes this warp's next piece: of this row, else of the block's next row.
+        // The slot takes this warp's next piece: of this row, else of the block's next row (every
+        // lane has read the slot by now: the vote above waits for its bits, take's last
+        // __syncwarp for its survivors).
         if (i + 1 < mine) {
           slot_fill(lr, i + 1);
         } else if (nxt < rows) {
