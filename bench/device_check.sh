@@ -27,6 +27,8 @@ RACE="$RACE:*quick_multiselect_k100_mixed_8k:*quick_multiselect_k256_dups_12k"
 RACE="$RACE:*quick_multiselect_k1000_mixed_3k:*quick_multiselect_k1000_mixed_5k"
 # The fused kernel's pieces by bulk copies into a slot a warp (forced on any device).
 RACE="$RACE:*quick_multiselect_k100_slot_8k:*quick_multiselect_k256_slot_6000"
+# 128-thread fused blocks on 16384 columns (forced on any device).
+RACE="$RACE:*quick_multiselect_k256_narrow_16k"
 # Long rows as pieces: the merge of the pieces' sorted results in shared memory.
 RACE="$RACE:*quick_multiselect_k256_long_pieces:*auto_k2048_long_pieces_300k"
 RACE="$RACE:*quick_multiselect_k1000_crowded_8k:*quick_multiselect_k256_mixed_rows:*quick_multiselect_k33_sample_trap_16k:*quick_multiselect_k32_mixed_8k:*quick_multiselect_k31_dups_12k:*quick_multiselect_k32_rows_8k_misaligned"

@@ -72,6 +72,9 @@ struct Shape {
   // FM_QMS_SLOT for the call ("1": the fused kernel's pieces by bulk copies into a slot a warp
   // wherever they can be, "0": never; unset, the device rule).
   const char* slot = nullptr;
+  // FM_QMS_BLOCK_THREADS for the call ("128" / "256": the fused kernel's block size where the
+  // kernel allows it; unset, the device rule).
+  const char* block_threads = nullptr;
 };
 
 struct Param {
@@ -184,7 +187,8 @@ TEST_P(SelectKTest, MatchesCpuReference) {
   // stream: wait for them before queueing the selection.
   CUDA_OK(cudaDeviceSynchronize());
   {
-    // The shape's FM_SELECT_LONG_ROWS and FM_QMS_SLOT for this call only, even if it throws.
+    // The shape's FM_SELECT_LONG_ROWS, FM_QMS_SLOT and FM_QMS_BLOCK_THREADS for this call
+    // only, even if it throws.
     struct ScopedEnv {
       ScopedEnv(const char* name, const char* v) : name(name), set(v != nullptr) {
         if (set) setenv(name, v, 1);
@@ -194,7 +198,8 @@ TEST_P(SelectKTest, MatchesCpuReference) {
       }
       const char* name;
       bool set;
-    } long_rows("FM_SELECT_LONG_ROWS", p.shape.long_rows), slot("FM_QMS_SLOT", p.shape.slot);
+    } long_rows("FM_SELECT_LONG_ROWS", p.shape.long_rows), slot("FM_QMS_SLOT", p.shape.slot),
+        threads("FM_QMS_BLOCK_THREADS", p.shape.block_threads);
     select_k(res, d_dist, rows, cols, stride, k, p.algo, d_vals, d_idx, d_ids);
     res.Synchronize();
   }
@@ -361,6 +366,22 @@ std::vector<Param> AllParams() {
     }
     out.push_back({a, 64, {"no_slot_8k", 2000, 8192, Fill::kMixed, 0, false, false, nullptr,
                            "0"}});
+  }
+  // The fused kernel's block size forced (the device rule takes 128 threads on rows of up to
+  // 16384 columns at k <= 256 on devices with more DRAM bandwidth an SM): 128 threads on 16384
+  // columns with refused rows, on 12288 misaligned rows and on 10000 with the caller's indices
+  // (a last piece of 784 columns); 256 on 8192 columns.
+  for (SelectAlgo a : {SelectAlgo::kQuickMultiSelect, SelectAlgo::kAuto}) {
+    for (int64_t k : {32, 100, 256}) {
+      out.push_back({a, k, {"narrow_16k", 1200, 16384, Fill::kMixed, 0, false, false, nullptr,
+                            nullptr, "128"}});
+      out.push_back({a, k, {"narrow_12k_misaligned", 600, 12288, Fill::kDuplicates, 1, false,
+                            false, nullptr, nullptr, "128"}});
+      out.push_back({a, k, {"narrow_10000_ids", 600, 10000, Fill::kInfNan, 0, true, false,
+                            nullptr, nullptr, "128"}});
+      out.push_back({a, k, {"wide_8k", 1200, 8192, Fill::kMixed, 0, false, false, nullptr,
+                            nullptr, "256"}});
+    }
   }
   // Past the largest bucket: the documented fallback.
   out.push_back({SelectAlgo::kQuickMultiSelect, 3000, {"random", 3, 5000, Fill::kRandom}});

@@ -1212,15 +1212,38 @@ bool QmsBlockRowAhead(int64_t cols, int threads) {
          (threads > 128 || KB >= 512);
 }
 
+// Devices whose SM's share of the DRAM bandwidth exceeds this (bytes a microsecond; an H200's 36
+// KB/us, not an H100's 25) run the fused kernel's rows at k <= 256 bound by each block's chain of
+// a row (its loads, its filter, its finish) rather than by the read: there the two rules below
+// keep more rows in flight an SM and the next row's loads in flight during a finish.
+constexpr double kFastDramPerSm = 30000;
+
+// The fused kernel's block size: 128 threads on rows of up to 8192 columns at k <= 1024
+// (QmsBlockRowNarrow), and on devices above kFastDramPerSm on rows of up to 16384 columns at
+// k <= 256 (six rows in flight an SM instead of three): H200, 8192 rows, 12288 / 16384 columns,
+// -19 / -10 % at k = 32, -19 / -9 % at k = 64, -18 / -8 % at k = 128, -17 / -8 % at k = 256, 2000
+// and 5000 rows of 16384 -7 to -11 % (on an H100 256 threads measured faster there, "The fused
+// kernel for every k"; bench/results/select.md "128-thread blocks on 16384 columns").
+// FM_QMS_BLOCK_THREADS=128 / 256 overrides the choice where the kernel allows it.
+template <int KB>
+bool QmsBlockRowNarrowFor(const SelectArgs& a) {
+  const bool wide_rows = KB <= 256 && a.cols <= 16384;
+  if (const char* env = std::getenv("FM_QMS_BLOCK_THREADS")) {
+    if (std::strcmp(env, "128") == 0) return QmsBlockRowNarrow<KB>(a.cols) || wide_rows;
+    if (std::strcmp(env, "256") == 0) return false;
+  }
+  return QmsBlockRowNarrow<KB>(a.cols) || (wide_rows && a.dram_bytes_per_us_sm > kFastDramPerSm);
+}
+
 // Whether the fused kernel's pieces come by bulk copies into a slot a warp (QmsBlockRowKernel's
-// kSlot): in its 128-thread blocks at k <= 256, on devices whose SM's share of the DRAM bandwidth
-// exceeds kSlotDramPerSm, on 16-byte aligned rows of a multiple of 4 columns. H200 (36 KB/us an
-// SM), 8192 rows of 8192 columns: -4.5 / -7.6 / -3.1 % at k = 32 / 128 / 256, 5000 rows -3.6 %;
-// H100 (25 KB/us): -1.3 to +1.3 % there, so not; and in either, where the slots cost blocks an SM
-// (k = 512 / 1024: +6 to +11 %) or in 256-thread blocks (+5 to +10 % on 65536 columns), slower
-// (bench/results/select.md "The fused kernel's pieces by bulk copies"). FM_QMS_SLOT=1 / 0
-// overrides the device rule where the slots can be used.
-constexpr double kSlotDramPerSm = 30000;  // bytes a microsecond
+// kSlot): in its 128-thread blocks at k <= 256 on rows of up to 8192 columns, on devices above
+// kFastDramPerSm, on 16-byte aligned rows of a multiple of 4 columns. H200, 8192 rows of 8192
+// columns: -4.5 / -7.6 / -3.1 % at k = 32 / 128 / 256, 5000 rows -3.6 %; H100: -1.3 to +1.3 %
+// there, so not; and in either, where the slots cost blocks an SM (k = 512 / 1024: +6 to +11 %)
+// or in 256-thread blocks (+5 to +10 % on 65536 columns), slower; in 128-thread blocks on 12288
+// and 16384 columns (H200) -2 to +11 % against none (bench/results/select.md "The fused kernel's
+// pieces by bulk copies", "128-thread blocks on 16384 columns"). FM_QMS_SLOT=1 / 0 overrides the
+// device rule where the slots can be used.
 template <int KB>
 bool QmsBlockRowSlot(const SelectArgs& a, int threads) {
   if (!BulkCopyAvailable() || threads != 128 || KB > 256) return false;
@@ -1232,7 +1255,7 @@ bool QmsBlockRowSlot(const SelectArgs& a, int threads) {
     return false;
   }
   if (const char* env = std::getenv("FM_QMS_SLOT")) return std::strcmp(env, "1") == 0;
-  return a.dram_bytes_per_us_sm > kSlotDramPerSm;
+  return a.cols <= 8192 && a.dram_bytes_per_us_sm > kFastDramPerSm;
 }
 
 template <int KB>
@@ -1246,7 +1269,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   if constexpr (KB > kWarpFinishMax) {
     if (!block_row) PrepareSharedMemory(QmsBucketFinishFor<KB>(a.cols), BF::kShared, a);
   }
-  const bool narrow_block = QmsBlockRowNarrow<KB>(a.cols);
+  const bool narrow_block = QmsBlockRowNarrowFor<KB>(a);
   const int block_threads = narrow_block ? 128 : 256;
   const bool slot = block_row && QmsBlockRowSlot<KB>(a, block_threads);
   const bool ahead = !slot && QmsBlockRowAhead<KB>(a.cols, block_threads);
