@@ -1220,10 +1220,12 @@ constexpr double kFastDramPerSm = 30000;
 
 // The fused kernel's block size: 128 threads on rows of up to 8192 columns at k <= 1024
 // (QmsBlockRowNarrow), and on devices above kFastDramPerSm on rows of up to 16384 columns at
-// k <= 256 (six rows in flight an SM instead of three): H200, 8192 rows, 12288 / 16384 columns,
-// -19 / -10 % at k = 32, -19 / -9 % at k = 64, -18 / -8 % at k = 128, -17 / -8 % at k = 256, 2000
-// and 5000 rows of 16384 -7 to -11 % (on an H100 256 threads measured faster there, "The fused
-// kernel for every k"; bench/results/select.md "128-thread blocks on 16384 columns").
+// k <= 256 where the rows fill the SMs' six 128-thread blocks (six rows in flight an SM instead of
+// three). H200, separate builds: 8192 rows of 10000 / 12288 / 16384 columns -22 to -26 / -16 to
+// -19 / -8 to -10 % at k = 32-256, 5000 x 16384 -8.1 / -6.7 % at k = 32 / 256, 2000 x 16384
+// -3.8 / -2.2 %; but 300 x 16384 +14 / +22 % (a row's filter shared by four warps instead of
+// eight, and no second round to fill), hence the rows; on an H100 256 threads measured faster
+// ("The fused kernel for every k"; bench/results/select.md "128-thread blocks on 16384 columns").
 // FM_QMS_BLOCK_THREADS=128 / 256 overrides the choice where the kernel allows it.
 template <int KB>
 bool QmsBlockRowNarrowFor(const SelectArgs& a) {
@@ -1232,7 +1234,8 @@ bool QmsBlockRowNarrowFor(const SelectArgs& a) {
     if (std::strcmp(env, "128") == 0) return QmsBlockRowNarrow<KB>(a.cols) || wide_rows;
     if (std::strcmp(env, "256") == 0) return false;
   }
-  return QmsBlockRowNarrow<KB>(a.cols) || (wide_rows && a.dram_bytes_per_us_sm > kFastDramPerSm);
+  return QmsBlockRowNarrow<KB>(a.cols) ||
+         (wide_rows && a.dram_bytes_per_us_sm > kFastDramPerSm && a.rows >= int64_t{6} * a.sms);
 }
 
 // Whether the fused kernel's pieces come by bulk copies into a slot a warp (QmsBlockRowKernel's
