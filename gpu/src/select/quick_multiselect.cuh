@@ -335,22 +335,20 @@ __device__ __forceinline__ void StoreSurvivor(unsigned* keys, unsigned* cols, bo
   }
 }
 
-// Sample loads that ask L2 to keep their lines (an evict-last policy, made once): the filter
-// reads the same lines again with its streaming (evict-first) loads, and on rows of up to 32768
-// columns the 8192 rows' samples (32 MiB) then mostly come from L2 instead of DRAM: 1-3 % off the
-// time at k = 64-1024 on an H100 (bench/results/select.md "Sample kept in L2, merge-path finish
-// sort").
-__device__ __forceinline__ uint64_t L2EvictLastPolicy() {
+// An L2 cache-policy word for every line an access touches, made once: kept (evict-last) or let go
+// first (evict-first). The pivots' sample loads ask L2 to keep their lines: the filter reads the
+// same lines again with its streaming (evict-first) loads, and on rows of up to 32768 columns the
+// 8192 rows' samples (32 MiB) then mostly come from L2 instead of DRAM: 1-3 % off the time at
+// k = 64-1024 on an H100 (bench/results/select.md "Sample kept in L2, merge-path finish sort").
+template <bool kEvictFirst>
+__device__ __forceinline__ uint64_t L2Policy() {
   uint64_t pol = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-#endif
-  return pol;
-}
-__device__ __forceinline__ uint64_t L2EvictFirstPolicy() {
-  uint64_t pol = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  if constexpr (kEvictFirst) {
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  } else {
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+  }
 #endif
   return pol;
 }
@@ -421,7 +419,7 @@ __global__ void __launch_bounds__(256, 3) QmsWarpPivotKernel(SelectArgs a, int64
   // row is handed back to the one-block path.
   unsigned key[kRun];
   if ((reinterpret_cast<uintptr_t>(rp) & 15u) == 0) {  // runs start on multiples of 8 words
-    const uint64_t keep = L2EvictLastPolicy();
+    const uint64_t keep = L2Policy<false>();
 #pragma unroll
     for (int j = 0; j < kRun / 4; ++j) {
       const float4* q = reinterpret_cast<const float4*>(run(kRunsPerLoad * j + sub)) + quad;
@@ -900,7 +898,7 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
   auto row_ptr = [&](int lr) { return a.distances + (row0 + lr) * a.row_stride; };
   // Piece i of this warp's pieces of row lr (columns from (warp + i * kWarps) * kFilterPiece)
   // asked for into its slot by lane 0, L2 told its lines are read once.
-  const uint64_t slot_policy = kSlot ? L2EvictFirstPolicy() : 0;
+  const uint64_t slot_policy = kSlot ? L2Policy<true>() : 0;
   auto slot_fill = [&](int lr, int i) {
     if (kSlot && lane == 0) {
       const int64_t base = int64_t{warp + i * C::kWarps} * kFilterPiece;
@@ -1082,7 +1080,7 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
 
 // The fused kernel's block: 256 threads (three blocks an SM by registers), or 128 at k <= 1024 on
 // rows of up to 8192 columns (six an SM, five at k = 1024 by shared memory; each warp filters two
-// pieces a row). H100, 8192 rows: 128 threads 17.3 % faster than the three-kernel path at k = 512
+// pieces a row; on some devices also longer rows, QmsBlockRowNarrowFor). H100, 8192 rows: 128 threads 17.3 % faster than the three-kernel path at k = 512
 // on 8192 columns where 256 are 11.5 %, and 1.4-7.4 points behind 256 on every other shape of the
 // grid (bench/results/select_block_row_ab_h100.txt); at k = 1024, once rows were taken from a
 // counter, 1.7-2.9 % faster than 256 on 8192 and 12000 rows (select.md "Rows taken from a
