@@ -970,7 +970,6 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
     // A piece's survivors (bits; the piece in v, staged at `stage`, where with kSlot it came)
     // into the list.
     auto take = [&](unsigned bits, const float4 (&v)[U], int64_t base) {
-      const float* src = stage;
       const int count = __popc(bits);
       const int pos = WarpAppendSlots(count, &fill);
       const int first = __shfl_sync(kFullMask, pos, 0);
@@ -1001,7 +1000,8 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
       auto store_all = [&](auto finite) {
         for (int slot = first + lane; slot < end; slot += 32) {
           const int at = cols16[slot];
-          const unsigned key = decltype(finite)::value ? NumberKey(src[at]) : FloatKey(src[at]);
+          const unsigned key =
+              decltype(finite)::value ? NumberKey(stage[at]) : FloatKey(stage[at]);
           keys[slot] = key;
           cols16[slot] = static_cast<uint16_t>(base + StageColumn(vec, at));
           lo = min(lo, key);
