@@ -793,50 +793,33 @@ struct QmsBlockRowConfig {
 
 // A row the fused kernel's sampled pivot did not settle (fewer than k survivors, more than its list
 // holds, or buckets the finish refused), selected again by the same block from the row itself,
-// exact for any row: the k-th key by a radix select over the row (four passes of 8 bits, the
-// histogram in `hist`, 256 + 16 words), the keys under it and the first of its ties in column
+// exact for any row: the k-th key and its rank among its ties by BlockRadixPick over the row
+// (its state `qs` in the list's bytes), the keys under it and the first of its ties in column
 // order gathered into `words` (KB words), sorted there by a bitonic sort and written. Five reads
 // of the row: slower than the filter, but a launch after the fused kernel to do it cost every
 // call 1.5-2 us on 8192 rows and 2-4 us on 300-2000 (H100; bench/results/select.md "Refused rows
 // reselected by the fused kernel"). All T threads call it.
 template <int T, int KB>
-__device__ __forceinline__ void BlockRowReselect(const SelectArgs& a, int64_t row, unsigned* hist,
+__device__ __forceinline__ void BlockRowReselect(const SelectArgs& a, int64_t row, QmsShared& qs,
                                                  u64* words) {
   const float* rp = a.distances + row * a.row_stride;
   constexpr int kWarps = T / 32;
-  static_assert((KB & (KB - 1)) == 0 && KB >= 32 && kWarps <= 13, "a power of two, 13 warps");
+  static_assert((KB & (KB - 1)) == 0 && KB >= 32, "a power of two");
   const int tid = threadIdx.x, lane = tid & 31, warp = tid / 32;
   const int cols = static_cast<int>(a.cols);
-  int* scal = reinterpret_cast<int*>(hist + 256);  // the bin and rank found; the gather's counts
-  unsigned prefix = 0, mask = 0;
-  int rest = a.k;  // the rank (from 1) wanted among the keys that match prefix under mask
-#pragma unroll 1
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int b = tid; b < 256; b += T) hist[b] = 0;
-    __syncthreads();
-    for (int j = tid; j < cols; j += T) {
-      const unsigned key = FloatKey(__ldcg(rp + j));
-      if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
-    }
-    __syncthreads();
-    if (warp == 0) {
-      int bin, r;
-      WarpHistPick(hist, rest - 1, bin, r);
-      if (lane == 0) {
-        scal[0] = bin;
-        scal[1] = r + 1;
-      }
-    }
-    __syncthreads();
-    prefix |= static_cast<unsigned>(scal[0]) << shift;
-    mask |= 255u << shift;
-    rest = scal[1];
-    __syncthreads();  // scal and hist are written again
-  }
+  // Bounds of the whole key range: four rounds from the top bit, no pass for the row's range.
+  const RadixPick pick = BlockRadixPick<T>(
+      a.k - 1, qs,
+      [&](auto&& f) {
+        for (int j = tid; j < cols; j += T) f(FloatKey(__ldcg(rp + j)));
+      },
+      4, KeyBounds{0u, 0xffffffffu, true});
+  const unsigned prefix = pick.key;
+  const int rest = pick.tie_rank + 1;
   // prefix is the k-th key; the first `rest` of its ties in column order are taken.
   const int less = a.k - rest;
-  int* less_fill = scal + 2;
-  int* wcount = scal + 3;  // [kWarps]
+  int* less_fill = &qs.less[0];
+  int* wcount = qs.warp_left;  // [kWarps]
   if (tid == 0) *less_fill = 0;
   __syncthreads();
   int tie_base = 0;
@@ -1068,10 +1051,11 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
     }
     if (!done) {
       static_assert(KB * 8 <= (C::kStage > C::kFinish && !kSlot ? C::kStage : C::kFinish) &&
-                        C::kCap * 4 >= (256 + 16) * 4,
-                    "the reselect's words in the work area, its histogram in the list's");
+                        C::kCap * 4 >= sizeof(QmsShared),
+                    "the reselect's words in the work area, its radix state in the list's");
       __syncthreads();  // the finish's reads of the list and the work area are done
-      BlockRowReselect<T, KB>(a, row0 + lr, keys, reinterpret_cast<u64*>(work));
+      BlockRowReselect<T, KB>(a, row0 + lr, *reinterpret_cast<QmsShared*>(keys),
+                              reinterpret_cast<u64*>(work));
     }
     __syncthreads();  // fill, the list and the finish's state are reused by the next row
     lr = nxt;
@@ -1080,11 +1064,11 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
 
 // The fused kernel's block: 256 threads (three blocks an SM by registers), or 128 at k <= 1024 on
 // rows of up to 8192 columns (six an SM, five at k = 1024 by shared memory; each warp filters two
-// pieces a row; on some devices also longer rows, QmsBlockRowNarrowFor). H100, 8192 rows: 128 threads 17.3 % faster than the three-kernel path at k = 512
-// on 8192 columns where 256 are 11.5 %, and 1.4-7.4 points behind 256 on every other shape of the
-// grid (bench/results/select_block_row_ab_h100.txt); at k = 1024, once rows were taken from a
-// counter, 1.7-2.9 % faster than 256 on 8192 and 12000 rows (select.md "Rows taken from a
-// counter").
+// pieces a row; on some devices also longer rows, QmsBlockRowNarrowFor). H100, 8192 rows: 128
+// threads 17.3 % faster than the three-kernel path at k = 512 on 8192 columns where 256 are
+// 11.5 %, and 1.4-7.4 points behind 256 on every other shape of the grid
+// (bench/results/select_block_row_ab_h100.txt); at k = 1024, once rows were taken from a counter,
+// 1.7-2.9 % faster than 256 on 8192 and 12000 rows (select.md "Rows taken from a counter").
 template <int KB>
 constexpr bool QmsBlockRowNarrow(int64_t cols) {
   return KB <= 1024 && cols <= 8192;

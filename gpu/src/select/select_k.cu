@@ -123,10 +123,10 @@ SelectAlgo ParseSelectAlgo(const std::string& name) {
 }
 
 // Thresholds from featmatch-bench select on an H100 and an H200 (bench/results/select_h100.jsonl,
-// select_h200.jsonl; tables in bench/results/select.md). Quick multi-select is the fastest for every
-// k >= 128 on every shape of both, and for smaller k wherever its row-parallel path applies (many
-// rows of 2048 columns and more; at 8192 x 65536, k = 32, within 1 % of the merge queue) and on
-// rows of 2^18 columns and more (cut into pieces when they are few). The merge queue (one warp
+// select_h200.jsonl; tables in bench/results/select.md). Quick multi-select is the fastest for
+// every k >= 128 on every shape of both, and for smaller k wherever its row-parallel path applies
+// (many rows of 2048 columns and more; at 8192 x 65536, k = 32, within 1 % of the merge queue) and
+// on rows of 2^18 columns and more (cut into pieces when they are few). The merge queue (one warp
 // per row) keeps k <= 64 on the other shapes, where quick multi-select would take one block per
 // short row. k above the largest bucket sorts whole rows.
 SelectAlgo ChooseSelectAlgo(int64_t rows, int64_t cols, int64_t k) {

@@ -133,34 +133,42 @@ __device__ void WarpRadixBin(int r, int stop, int max_rounds, QmsShared& qs, Eac
 // keys' minimum and maximum come first: values of one magnitude share their leading bits, which
 // would all fall in one bin). After max_rounds rounds the bits not yet resolved are set, giving
 // an upper bound of the rank-r key instead (exact with max_rounds = 4). All threads must call it.
-// T = 32: one warp selects alone (WarpRadixBin run to the exact key; qs is the warp's own).
+// With the exact key, tie_rank is r's rank among the keys equal to it. Known bounds of the keys
+// spare their first pass. T = 32: one warp selects alone (WarpRadixBin run to the exact key; qs
+// is the warp's own).
+struct RadixPick {
+  unsigned key;
+  int tie_rank;
+};
 template <int T, typename EachKey>
-__device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key,
-                                     int max_rounds = 4) {
-  static_assert(T == 256 || T == 32, "a block of 256 or one warp");
+__device__ RadixPick BlockRadixPick(int r, QmsShared& qs, EachKey&& each_key, int max_rounds = 4,
+                                    KeyBounds bounds = {}) {
+  static_assert(T % 32 == 0 && T <= 1024, "whole warps");
   if constexpr (T == 32) {
     unsigned prefix, mask;
     int rest, count;
-    WarpRadixBin(r, 0, max_rounds, qs, each_key, prefix, mask, rest, count);
-    return prefix | ~mask;
+    WarpRadixBin(r, 0, max_rounds, qs, each_key, prefix, mask, rest, count, bounds);
+    return {prefix | ~mask, rest};
   }
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  unsigned mn, mx;
-  WarpKeyRange(each_key, mn, mx);
-  if (lane == 0) {
-    qs.warp_left[warp] = static_cast<int>(mn);
-    qs.warp_right[warp] = static_cast<int>(mx);
-  }
-  __syncthreads();
-  mn = 0xffffffffu;
-  mx = 0;
-  for (int w = 0; w < T / 32; ++w) {
-    mn = min(mn, static_cast<unsigned>(qs.warp_left[w]));
-    mx = max(mx, static_cast<unsigned>(qs.warp_right[w]));
+  unsigned mn = bounds.lo, mx = bounds.hi;
+  if (!bounds.known) {
+    WarpKeyRange(each_key, mn, mx);
+    if (lane == 0) {
+      qs.warp_left[warp] = static_cast<int>(mn);
+      qs.warp_right[warp] = static_cast<int>(mx);
+    }
+    __syncthreads();
+    mn = 0xffffffffu;
+    mx = 0;
+    for (int w = 0; w < T / 32; ++w) {
+      mn = min(mn, static_cast<unsigned>(qs.warp_left[w]));
+      mx = max(mx, static_cast<unsigned>(qs.warp_right[w]));
+    }
   }
   if (mn == mx) {  // one key value (or none): it is every rank's key
     __syncthreads();
-    return mn;
+    return {mn, r};
   }
   const int top = 31 - __clz(mn ^ mx);  // highest differing bit
   unsigned mask = top == 31 ? 0u : ~((2u << top) - 1u);
@@ -189,7 +197,12 @@ __device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key,
     shift -= 8;
   }
   __syncthreads();  // hist, sel_* and the warp slots are reused
-  return prefix | ~mask;
+  return {prefix | ~mask, r};
+}
+template <int T, typename EachKey>
+__device__ unsigned BlockRadixSelect(int r, QmsShared& qs, EachKey&& each_key,
+                                     int max_rounds = 4) {
+  return BlockRadixPick<T>(r, qs, each_key, max_rounds).key;
 }
 
 // The threshold word from the block's sample keys (see SamplePivot in quick_multiselect.cuh).
@@ -486,9 +499,8 @@ __device__ void BlockSelectSorted(const u64* src, int n, int k, QmsShared& qs, u
         const int i = i0 + threadIdx.x;
         const u64 w = i < n ? src[i] : kSentinel;
         const unsigned key = static_cast<unsigned>(w >> 32);
-        const bool take = i < n && (count_below ? key < kth
-                                                : key < kth || (key == kth &&
-                                                                static_cast<unsigned>(w) <= col_max));
+        const bool at_cut = key == kth && static_cast<unsigned>(w) <= col_max;
+        const bool take = i < n && (count_below ? key < kth : key < kth || at_cut);
         const unsigned b = __ballot_sync(kFullMask, take);
         int first = 0;
         if ((threadIdx.x & 31) == 0 && b) first = atomicAdd(&qs.less[0], __popc(b));
