@@ -773,14 +773,22 @@ auto QmsBucketFinishFor(int64_t cols) {
 template <int KB>
 constexpr bool kBlockRowBucket = KB >= 32 && KB <= 2048;
 
-template <int KB, int T>
+template <int KB, int T, bool kSlot = false>
 struct QmsBlockRowConfig {
   static constexpr int kWarps = T / 32;
   static constexpr int kBuckets = KB < T ? T : KB;
   static constexpr int kMaxBucket = 64;
   // Survivors a row may leave: six standard deviations above the expected at k = 1024 on 8192
-  // columns (3472), at k = 512 on 16384 (1700) and at k = 2048 on 16384 (5160).
-  static constexpr int kCap = KB <= 512 ? 2048 : KB <= 1024 ? 3584 : 6144;
+  // columns (3472), at k = 512 on 16384 (1700) and at k = 2048 on 16384 (5160). With the slots
+  // at 128 < k <= 256 (rows of up to 8192 columns, where six deviations are 1176 at k = 256):
+  // 1536, so that the block's 30848 bytes let seven blocks an SM in instead of six (H200: 8192
+  // rows of 4096 / 6000 / 8192 columns -3.7 / -5.5 / -3.8 % at k = 256, 2000 and 5000 rows of
+  // 8192 -7.0 / -6.9 %; at k <= 128 seven blocks measured +0.7 to +1.8 %, so six there;
+  // bench/results/select.md "Seven slot blocks an SM at k = 256").
+  static constexpr int kCap = kSlot && KB == 256 ? 1536
+                              : KB <= 512        ? 2048
+                              : KB <= 1024       ? 3584
+                                                 : 6144;
   static constexpr int kListBytes = kCap * 6;  // 32-bit keys, then 16-bit columns
   static constexpr int kStage = kWarps * kFilterPiece * 4;
   static constexpr int kFinish = BucketFinishShared<KB, kBuckets, kMaxBucket>();
@@ -860,7 +868,7 @@ template <int KB, int T, int MB, bool kAhead = false, bool kSlot = false>
 __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t row0, int rows,
                                                           int ppr, QmsSplitScratch s,
                                                           unsigned tag) {
-  using C = QmsBlockRowConfig<KB, T>;
+  using C = QmsBlockRowConfig<KB, T, kSlot>;
   constexpr int U = kFilterVec;
   constexpr bool kNumberKeys = KB >= 512 || (T == 128 && KB >= 128);
   static_assert(!(kSlot && kAhead), "the slot asks for the row's pieces itself");
@@ -1074,12 +1082,16 @@ constexpr bool QmsBlockRowNarrow(int64_t cols) {
   return KB <= 1024 && cols <= 8192;
 }
 
-// Whether the fused kernel's survivor list (kCap words) holds six standard deviations above the
-// row words a pivot leaves when `mean` sample keys fall under it (a sample of `sample` words).
+// Whether a survivor list of kCap words holds six standard deviations above the row words a pivot
+// leaves when `mean` sample keys fall under it (a sample of `sample` words).
+template <int kCap>
+bool QmsListHolds(int64_t cols, int sample, double mean) {
+  return (mean + 6.0 * std::sqrt(mean)) * static_cast<double>(cols) / sample <= kCap;
+}
+// The same for the fused kernel's list (the slot kernel's may be shorter: QmsBlockRowSlot).
 template <int KB>
 bool QmsBlockRowListHolds(int64_t cols, int sample, double mean) {
-  constexpr int kCap = QmsBlockRowConfig<KB, 256>::kCap;
-  return (mean + 6.0 * std::sqrt(mean)) * static_cast<double>(cols) / sample <= kCap;
+  return QmsListHolds<QmsBlockRowConfig<KB, 256>::kCap>(cols, sample, mean);
 }
 
 // The sample rank of the fused kernel's pivots, from a sample of `sample` words: SampleRank
@@ -1228,17 +1240,19 @@ bool QmsBlockRowNarrowFor(const SelectArgs& a) {
 // or in 256-thread blocks (+5 to +10 % on 65536 columns), slower; in 128-thread blocks on 12288
 // and 16384 columns (H200) -2 to +11 % against none (bench/results/select.md "The fused kernel's
 // pieces by bulk copies", "128-thread blocks on 16384 columns"). FM_QMS_SLOT=1 / 0 overrides the
-// device rule where the slots can be used.
+// device rule where the slots can be used: where the pivot's survivors fit the slot kernel's list
+// with six standard deviations to spare.
 template <int KB>
 bool QmsBlockRowSlot(const SelectArgs& a, int threads) {
+  using SC = QmsBlockRowConfig<KB, 128, true>;
   if (!BulkCopyAvailable() || threads != 128 || KB > 256) return false;
   const bool aligned = (reinterpret_cast<uintptr_t>(a.distances) & 15u) == 0 &&
                        a.row_stride % 4 == 0 && a.cols % 4 == 0;
   const int64_t ppr = (a.cols + kFilterPiece - 1) / kFilterPiece;
-  if (!aligned || ppr < threads / 32 ||
-      QmsBlockRowConfig<KB, 128>::kSlotShared > a.max_shared_bytes) {
-    return false;
-  }
+  if (!aligned || ppr < threads / 32 || SC::kSlotShared > a.max_shared_bytes) return false;
+  const int sample = QmsBlockRowSample(a.cols, a.k);
+  const int rank = QmsBlockRowRank<KB>(a.cols, a.k, sample);
+  if (rank < 0 || !QmsListHolds<SC::kCap>(a.cols, sample, rank + 1.0)) return false;
   if (const char* env = std::getenv("FM_QMS_SLOT")) return std::strcmp(env, "1") == 0;
   return a.cols <= 8192 && a.dram_bytes_per_us_sm > kFastDramPerSm;
 }
@@ -1264,7 +1278,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
         if (narrow_block) {
           constexpr int kPerSm = KB == 1024 ? 5 : 6;  // 128-thread blocks an SM
           if constexpr (KB <= 256) {
-            if (slot) return QmsBlockRowKernel<KB, 128, kPerSm, false, true>;
+            if (slot) return QmsBlockRowKernel<KB, 128, KB == 256 ? 7 : kPerSm, false, true>;
           }
           if constexpr (KB >= 512) {
             if (ahead) return QmsBlockRowKernel<KB, 128, kPerSm, true>;
@@ -1277,7 +1291,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
       return 0;
     }
   }();
-  const int block_row_shared = slot           ? QmsBlockRowConfig<KB, 128>::kSlotShared
+  const int block_row_shared = slot           ? QmsBlockRowConfig<KB, 128, true>::kSlotShared
                                : narrow_block ? QmsBlockRowConfig<KB, 128>::kShared
                                               : QmsBlockRowConfig<KB, 256>::kShared;
   int block_row_grid = 0;  // blocks a launch: as many as the SMs hold at once
