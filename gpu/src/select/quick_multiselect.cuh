@@ -782,8 +782,8 @@ struct QmsBlockRowConfig {
   // columns (3472), at k = 512 on 16384 (1700) and at k = 2048 on 16384 (5160). With the slots
   // at 128 < k <= 256 (rows of up to 8192 columns, where six deviations are 1176 at k = 256):
   // 1536, so that the block's 30848 bytes let seven blocks an SM in instead of six (H200: 8192
-  // rows of 4096 / 6000 / 8192 columns -3.7 / -5.5 / -3.8 % at k = 256, 2000 and 5000 rows of
-  // 8192 -7.0 / -6.9 %; at k <= 128 seven blocks measured +0.7 to +1.8 %, so six there;
+  // rows of 4096 / 6000 / 8192 columns -4.5 / -6.4 / -5.0 % at k = 256, 2000 and 5000 rows of
+  // 8192 -2.8 / -4.1 %; at k <= 128 seven blocks measured +0.7 to +1.8 %, so six there;
   // bench/results/select.md "Seven slot blocks an SM at k = 256").
   static constexpr int kCap = kSlot && KB == 256 ? 1536
                               : KB <= 512        ? 2048
