@@ -1234,9 +1234,12 @@ bool QmsBlockRowNarrowFor(const SelectArgs& a) {
 
 // Whether the fused kernel's pieces come by bulk copies into a slot a warp (QmsBlockRowKernel's
 // kSlot): in its 128-thread blocks at k <= 256 on rows of up to 8192 columns, on devices above
-// kFastDramPerSm, on 16-byte aligned rows of a multiple of 4 columns. H200, 8192 rows of 8192
-// columns: -4.5 / -7.6 / -3.1 % at k = 32 / 128 / 256, 5000 rows -3.6 %; H100: -1.3 to +1.3 %
-// there, so not; and in either, where the slots cost blocks an SM (k = 512 / 1024: +6 to +11 %)
+// kFastDramPerSm, and elsewhere at 64 < k <= 256 on rows of up to 6144 columns; on 16-byte
+// aligned rows of a multiple of 4 columns. H200, 8192 rows of 8192 columns: -4.5 / -7.6 / -3.1 %
+// at k = 32 / 128 / 256, 5000 rows -3.6 %; H100: -1.3 to +1.3 % there, and with the seven blocks
+// an SM at k = 256 (84bad66) +1.1 to +2.4 % at k = 128-256, but on 8192 rows of 4096 / 6000
+// columns -1.8 / -8.4 % at k = 128, -4.2 / -7.7 % at k = 256 (select.md "Slots on an H100 at
+// k = 128-256"); and in either, where the slots cost blocks an SM (k = 512 / 1024: +6 to +11 %)
 // or in 256-thread blocks (+5 to +10 % on 65536 columns), slower; in 128-thread blocks on 12288
 // and 16384 columns (H200) -2 to +11 % against none (bench/results/select.md "The fused kernel's
 // pieces by bulk copies", "128-thread blocks on 16384 columns"). FM_QMS_SLOT=1 / 0 overrides the
@@ -1254,7 +1257,8 @@ bool QmsBlockRowSlot(const SelectArgs& a, int threads) {
   const int rank = QmsBlockRowRank<KB>(a.cols, a.k, sample);
   if (rank < 0 || !QmsListHolds<SC::kCap>(a.cols, sample, rank + 1.0)) return false;
   if (const char* env = std::getenv("FM_QMS_SLOT")) return std::strcmp(env, "1") == 0;
-  return a.cols <= 8192 && a.dram_bytes_per_us_sm > kFastDramPerSm;
+  if (a.dram_bytes_per_us_sm > kFastDramPerSm) return a.cols <= 8192;
+  return KB >= 128 && a.cols <= 6144;
 }
 
 template <int KB>
