@@ -1282,6 +1282,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
         if (narrow_block) {
           constexpr int kPerSm = KB == 1024 ? 5 : 6;  // 128-thread blocks an SM
           if constexpr (KB <= 256) {
+            // Seven slot blocks an SM at KB = 256, whose list is shorter (QmsBlockRowConfig).
             if (slot) return QmsBlockRowKernel<KB, 128, KB == 256 ? 7 : kPerSm, false, true>;
           }
           if constexpr (KB >= 512) {
