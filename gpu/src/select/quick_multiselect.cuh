@@ -1243,18 +1243,16 @@ bool QmsBlockRowNarrowFor(const SelectArgs& a) {
 // or in 256-thread blocks (+5 to +10 % on 65536 columns), slower; in 128-thread blocks on 12288
 // and 16384 columns (H200) -2 to +11 % against none (bench/results/select.md "The fused kernel's
 // pieces by bulk copies", "128-thread blocks on 16384 columns"). FM_QMS_SLOT=1 / 0 overrides the
-// device rule where the slots can be used: where the pivot's survivors fit the slot kernel's list
-// with six standard deviations to spare.
+// device rule where the slots can be used: where the survivors the pivot's rank in its sample
+// leaves (QmsBlockRowRank) fit the slot kernel's list with six standard deviations to spare.
 template <int KB>
-bool QmsBlockRowSlot(const SelectArgs& a, int threads) {
+bool QmsBlockRowSlot(const SelectArgs& a, int threads, int sample, int rank) {
   using SC = QmsBlockRowConfig<KB, 128, true>;
   if (!BulkCopyAvailable() || threads != 128 || KB > 256) return false;
   const bool aligned = (reinterpret_cast<uintptr_t>(a.distances) & 15u) == 0 &&
                        a.row_stride % 4 == 0 && a.cols % 4 == 0;
   const int64_t ppr = (a.cols + kFilterPiece - 1) / kFilterPiece;
   if (!aligned || ppr < threads / 32 || SC::kSlotShared > a.max_shared_bytes) return false;
-  const int sample = QmsBlockRowSample(a.cols, a.k);
-  const int rank = QmsBlockRowRank<KB>(a.cols, a.k, sample);
   if (rank < 0 || !QmsListHolds<SC::kCap>(a.cols, sample, rank + 1.0)) return false;
   if (const char* env = std::getenv("FM_QMS_SLOT")) return std::strcmp(env, "1") == 0;
   if (a.dram_bytes_per_us_sm > kFastDramPerSm) return a.cols <= 8192;
@@ -1272,9 +1270,13 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   if constexpr (KB > kWarpFinishMax) {
     if (!block_row) PrepareSharedMemory(QmsBucketFinishFor<KB>(a.cols), BF::kShared, a);
   }
+  // The pivots' sample (32 runs of sample / 32 words a row) and the rank taken from it.
+  const int sample = block_row ? QmsBlockRowSample(a.cols, a.k) : QmsSplitSample(a.cols, a.k);
+  const int rank = block_row ? QmsBlockRowRank<KB>(a.cols, a.k, sample)
+                             : SampleRank(a.cols, a.k, sample);
   const bool narrow_block = QmsBlockRowNarrowFor<KB>(a);
   const int block_threads = narrow_block ? 128 : 256;
-  const bool slot = block_row && QmsBlockRowSlot<KB>(a, block_threads);
+  const bool slot = block_row && QmsBlockRowSlot<KB>(a, block_threads, sample, rank);
   const bool ahead = !slot && QmsBlockRowAhead<KB>(a.cols, block_threads);
   auto block_row_kernel = [&] {
     if constexpr (kBlockRowBucket<KB>) {
@@ -1323,13 +1325,9 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   s.fail_rows = block_row ? nullptr : reinterpret_cast<int64_t*>(ws + b_piv + b_cnt);
   s.survivors = reinterpret_cast<u64*>(ws + b_piv + b_cnt + b_fail);
   s.cap = cap;
-  // The pivots' sample (32 runs of sample / 32 words a row) and the rank taken from it.
-  const int sample = block_row ? QmsBlockRowSample(a.cols, a.k) : QmsSplitSample(a.cols, a.k);
   auto pivot = sample == 512    ? QmsWarpPivotKernel<16>
                : sample == 1024 ? QmsWarpPivotKernel<32>
                                 : QmsWarpPivotKernel<64>;
-  const int rank = block_row ? QmsBlockRowRank<KB>(a.cols, a.k, sample)
-                             : SampleRank(a.cols, a.k, sample);
   const int group = QmsFilterGroup(KB, static_cast<int>(ppr));
   const int sms = a.sms;
   // Pivot kernel blocks an SM holds at once.
