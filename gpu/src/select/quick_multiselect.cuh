@@ -778,17 +778,23 @@ struct QmsBlockRowConfig {
   static constexpr int kWarps = T / 32;
   static constexpr int kBuckets = KB < T ? T : KB;
   static constexpr int kMaxBucket = 64;
-  // Survivors a row may leave: six standard deviations above the expected at k = 1024 on 8192
-  // columns (3472), at k = 512 on 16384 (1700) and at k = 2048 on 16384 (5160). With the slots
+  // Survivors a row may leave (the rank rules take a pivot only where six standard deviations
+  // above the survivors it leaves fit the list, QmsListHolds): 2048 words at k <= 512, 3584 at
+  // k <= 1024, 6144 at k <= 2048. With the slots
   // at 128 < k <= 256 (rows of up to 8192 columns, where six deviations are 1176 at k = 256):
   // 1536, so that the block's 30848 bytes let seven blocks an SM in instead of six (H200: 8192
   // rows of 4096 / 6000 / 8192 columns -4.5 / -6.4 / -5.0 % at k = 256, 2000 and 5000 rows of
   // 8192 -2.8 / -4.1 %; at k <= 128 seven blocks measured +0.7 to +1.8 %, so six there;
-  // bench/results/select.md "Seven slot blocks an SM at k = 256").
-  static constexpr int kCap = kSlot && KB == 256 ? 1536
-                              : KB <= 512        ? 2048
-                              : KB <= 1024       ? 3584
-                                                 : 6144;
+  // bench/results/select.md "Seven slot blocks an SM at k = 256"). In 128-thread blocks at
+  // 256 < k <= 1024: 3072 (six deviations above k = 1024 on 8192 columns are 2581), so that six
+  // blocks an SM fit at k = 1024 as well, not five (ptxas: 80 registers, no spills; 8192 rows of
+  // 4096 to 8192 columns -5.3 to -7.6 % at k = 600 / 1024 on an H100 and an H200, select.md "Six
+  // blocks an SM at k = 1024, the wide rank before the whole row").
+  static constexpr int kCap = kSlot && KB == 256    ? 1536
+                              : KB <= 512           ? 2048
+                              : KB <= 1024 && T == 128 ? 3072
+                              : KB <= 1024          ? 3584
+                                                    : 6144;
   static constexpr int kListBytes = kCap * 6;  // 32-bit keys, then 16-bit columns
   static constexpr int kStage = kWarps * kFilterPiece * 4;
   static constexpr int kFinish = BucketFinishShared<KB, kBuckets, kMaxBucket>();
@@ -1071,8 +1077,10 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
 }
 
 // The fused kernel's block: 256 threads (three blocks an SM by registers), or 128 at k <= 1024 on
-// rows of up to 8192 columns (six an SM, five at k = 1024 by shared memory; each warp filters two
-// pieces a row; on some devices also longer rows, QmsBlockRowNarrowFor). H100, 8192 rows: 128
+// rows of up to 8192 columns (six an SM, at k = 1024 too with the shorter list of
+// QmsBlockRowConfig; each warp filters two pieces a row; on some devices also longer rows,
+// QmsBlockRowNarrowFor).
+// H100, 8192 rows: 128
 // threads 17.3 % faster than the three-kernel path at k = 512 on 8192 columns where 256 are
 // 11.5 %, and 1.4-7.4 points behind 256 on every other shape of the grid
 // (bench/results/select_block_row_ab_h100.txt); at k = 1024, once rows were taken from a counter,
@@ -1080,6 +1088,13 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
 template <int KB>
 constexpr bool QmsBlockRowNarrow(int64_t cols) {
   return KB <= 1024 && cols <= 8192;
+}
+
+// The survivor list the fused kernel's rules count on: the shorter of its 128- and 256-thread
+// blocks' (rows where k is a large share of the row run in 128-thread blocks at k <= 1024).
+template <int KB>
+constexpr int QmsBlockRowCap() {
+  return std::min(QmsBlockRowConfig<KB, 128>::kCap, QmsBlockRowConfig<KB, 256>::kCap);
 }
 
 // Whether a survivor list of kCap words holds six standard deviations above the row words a pivot
@@ -1091,23 +1106,25 @@ bool QmsListHolds(int64_t cols, int sample, double mean) {
 // The same for the fused kernel's list (the slot kernel's may be shorter: QmsBlockRowSlot).
 template <int KB>
 bool QmsBlockRowListHolds(int64_t cols, int sample, double mean) {
-  return QmsListHolds<QmsBlockRowConfig<KB, 256>::kCap>(cols, sample, mean);
+  return QmsListHolds<QmsBlockRowCap<KB>()>(cols, sample, mean);
 }
 
 // The sample rank of the fused kernel's pivots, from a sample of `sample` words: SampleRank
-// where it applies (rows of at least 8k columns); on rows where k is a larger share, the whole
-// row when it fits the survivor list (kAdmitAll: no sample), else the rank SampleRank's rule
-// gives if six standard deviations above the survivors it leaves fit the list (kNoRank if not).
+// where it applies (rows of at least 8k columns); on rows where k is a larger share, the rank
+// SampleRank's rule gives if it is under half the sample and six standard deviations above the
+// survivors it leaves fit the list, else the whole row when it fits the list (kAdmitAll: no
+// sample; kNoRank if not). The rank first: on rows of 2000 to 3500 columns at k = 256 / 600 /
+// 1024 the whole row took 1.3 to 2.0 times as long where the rank applies (H200,
+// bench/results/select.md "Six blocks an SM at k = 1024, the wide rank before the whole row").
 template <int KB>
 int QmsBlockRowRank(int64_t cols, int k, int sample) {
   const int rank = SampleRank(cols, k, sample);
   if (rank >= 0) return rank;
   if (cols < k || cols < sample) return kNoRank;
-  constexpr int kCap = QmsBlockRowConfig<KB, 256>::kCap;
-  if (cols <= kCap) return kAdmitAll;
   const double lambda = static_cast<double>(k) * sample / static_cast<double>(cols);
   const int wide = static_cast<int>(lambda + 4.0 * std::sqrt(lambda) + 4.0);
-  return wide < sample / 2 && QmsBlockRowListHolds<KB>(cols, sample, wide + 1.0) ? wide : kNoRank;
+  if (wide < sample / 2 && QmsBlockRowListHolds<KB>(cols, sample, wide + 1.0)) return wide;
+  return cols <= QmsBlockRowCap<KB>() ? kAdmitAll : kNoRank;
 }
 
 // The words of the fused kernel's pivot sample: 512 on rows of up to 16384 columns (the list
@@ -1282,7 +1299,7 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
     if constexpr (kBlockRowBucket<KB>) {
       if constexpr (KB <= 1024) {
         if (narrow_block) {
-          constexpr int kPerSm = KB == 1024 ? 5 : 6;  // 128-thread blocks an SM
+          constexpr int kPerSm = 6;  // 128-thread blocks an SM
           if constexpr (KB <= 256) {
             // Seven slot blocks an SM at KB = 256, whose list is shorter (QmsBlockRowConfig).
             if (slot) return QmsBlockRowKernel<KB, 128, KB == 256 ? 7 : kPerSm, false, true>;
