@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <sstream>
@@ -115,6 +116,23 @@ int RunSelect(const std::vector<std::string>& args) {
   DeviceBuffer<int64_t> out_i(static_cast<size_t>(max_out));
   FillUniformKernel<<<4096, 256, 0, stream>>>(data.data(), max_elems, 12345);
   FM_CUDA_CHECK(cudaGetLastError());
+
+  // Half a second of reads of the whole matrix before anything is timed: the first kernels of a
+  // process ran slower (an H100 read 8192 x 8192 in 0.102 ms at the start of a grid, 0.092 ms in
+  // the processes just before it, and took 0.137 ms at k = 32 against 0.106), which slowed the
+  // first cells and, through the read, inflated the fractions of the others of that shape.
+  {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t n4 = max_elems / 4;
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(500)) {
+      for (int i = 0; i < 4; ++i) {
+        ReadKernel<<<info.multiprocessors * 8, 512, 0, stream>>>(
+            reinterpret_cast<const float4*>(data.data()), n4, sums.data());
+      }
+      FM_CUDA_CHECK(cudaGetLastError());
+      FM_CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
+  }
 
   if (!json) {
     std::printf("%-6s %-8s %-5s %-18s %9s %9s %7s\n", "rows", "N", "k", "algo", "median_ms",
