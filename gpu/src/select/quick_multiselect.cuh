@@ -780,12 +780,12 @@ struct QmsBlockRowConfig {
   static constexpr int kMaxBucket = 64;
   // Survivors a row may leave (the rank rules take a pivot only where six standard deviations
   // above the survivors it leaves fit the list, QmsListHolds): 2048 words at k <= 512, 3584 at
-  // k <= 1024, 6144 at k <= 2048. With the slots
-  // at 128 < k <= 256 (rows of up to 8192 columns, where six deviations are 1176 at k = 256):
-  // 1536, so that the block's 30848 bytes let seven blocks an SM in instead of six (H200: 8192
-  // rows of 4096 / 6000 / 8192 columns -4.5 / -6.4 / -5.0 % at k = 256, 2000 and 5000 rows of
-  // 8192 -2.8 / -4.1 %; at k <= 128 seven blocks measured +0.7 to +1.8 %, so six there;
-  // bench/results/select.md "Seven slot blocks an SM at k = 256"). In 128-thread blocks at
+  // k <= 1024, 6144 at k <= 2048. With the slots at 128 < k <= 256 (rows of up to 8192 columns,
+  // where six deviations are 1176 at k = 256): 1536, so that the block's 30848 bytes let seven
+  // blocks an SM in instead of six (H200: 8192 rows of 4096 / 6000 / 8192 columns -4.5 / -6.4 /
+  // -5.0 % at k = 256, 2000 and 5000 rows of 8192 -2.8 / -4.1 %; at k <= 128 seven blocks
+  // measured +0.7 to +1.8 %, so six there; bench/results/select.md "Seven slot blocks an SM at
+  // k = 256"). In 128-thread blocks at
   // 256 < k <= 1024: 3072 (six deviations above k = 1024 on 8192 columns are 2581), so that six
   // blocks an SM fit at k = 1024 as well, not five (ptxas: 80 registers, no spills; 8192 rows of
   // 4096 to 8192 columns -5.3 to -7.6 % at k = 600 / 1024 on an H100 and an H200, select.md "Six
@@ -1079,12 +1079,11 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
 // The fused kernel's block: 256 threads (three blocks an SM by registers), or 128 at k <= 1024 on
 // rows of up to 8192 columns (six an SM, at k = 1024 too with the shorter list of
 // QmsBlockRowConfig; each warp filters two pieces a row; on some devices also longer rows,
-// QmsBlockRowNarrowFor).
-// H100, 8192 rows: 128
-// threads 17.3 % faster than the three-kernel path at k = 512 on 8192 columns where 256 are
-// 11.5 %, and 1.4-7.4 points behind 256 on every other shape of the grid
-// (bench/results/select_block_row_ab_h100.txt); at k = 1024, once rows were taken from a counter,
-// 1.7-2.9 % faster than 256 on 8192 and 12000 rows (select.md "Rows taken from a counter").
+// QmsBlockRowNarrowFor). H100, 8192 rows: 128 threads 17.3 % faster than the three-kernel path
+// at k = 512 on 8192 columns where 256 are 11.5 %, and 1.4-7.4 points behind 256 on every other
+// shape of the grid (bench/results/select_block_row_ab_h100.txt); at k = 1024, once rows were
+// taken from a counter, 1.7-2.9 % faster than 256 on 8192 and 12000 rows (select.md "Rows taken
+// from a counter").
 template <int KB>
 constexpr bool QmsBlockRowNarrow(int64_t cols) {
   return KB <= 1024 && cols <= 8192;
@@ -1113,8 +1112,8 @@ bool QmsBlockRowListHolds(int64_t cols, int sample, double mean) {
 // where it applies (rows of at least 8k columns); on rows where k is a larger share, the rank
 // SampleRank's rule gives if it is under half the sample and six standard deviations above the
 // survivors it leaves fit the list, else the whole row when it fits the list (kAdmitAll: no
-// sample; kNoRank if not). The rank first: on rows of 2000 to 3500 columns at k = 256 / 600 /
-// 1024 the whole row took 1.3 to 2.0 times as long where the rank applies (H200,
+// sample; kNoRank if not). The rank first: on rows of 1200 to 3500 columns at k = 256 / 600 /
+// 1024 the whole row took 1.5 to 2.0 times as long where the rank applies (H200,
 // bench/results/select.md "Six blocks an SM at k = 1024, the wide rank before the whole row").
 template <int KB>
 int QmsBlockRowRank(int64_t cols, int k, int sample) {
