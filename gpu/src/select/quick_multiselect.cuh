@@ -785,11 +785,11 @@ struct QmsBlockRowConfig {
   // blocks an SM in instead of six (H200: 8192 rows of 4096 / 6000 / 8192 columns -4.5 / -6.4 /
   // -5.0 % at k = 256, 2000 and 5000 rows of 8192 -2.8 / -4.1 %; at k <= 128 seven blocks
   // measured +0.7 to +1.8 %, so six there; bench/results/select.md "Seven slot blocks an SM at
-  // k = 256"). In 128-thread blocks at
-  // 256 < k <= 1024: 3072 (six deviations above k = 1024 on 8192 columns are 2581), so that six
-  // blocks an SM fit at k = 1024 as well, not five (ptxas: 80 registers, no spills; 8192 rows of
-  // 4096 to 8192 columns -5.3 to -7.6 % at k = 600 / 1024 on an H100 and an H200, select.md "Six
-  // blocks an SM at k = 1024, the wide rank before the whole row").
+  // k = 256"). In 128-thread blocks at 256 < k <= 1024: 3072 (six deviations above k = 1024 on
+  // 8192 columns are 2581), so that six blocks an SM fit at k = 1024 as well, not five (ptxas: 80
+  // registers, no spills; 8192 rows of 4096 to 8192 columns -5.3 to -7.6 % at k = 600 / 1024 on
+  // an H100 and an H200, select.md "Six blocks an SM at k = 1024, the wide rank before the whole
+  // row").
   static constexpr int kCap = kSlot && KB == 256    ? 1536
                               : KB <= 512           ? 2048
                               : KB <= 1024 && T == 128 ? 3072
@@ -1120,8 +1120,7 @@ int QmsBlockRowRank(int64_t cols, int k, int sample) {
   const int rank = SampleRank(cols, k, sample);
   if (rank >= 0) return rank;
   if (cols < k || cols < sample) return kNoRank;
-  const double lambda = static_cast<double>(k) * sample / static_cast<double>(cols);
-  const int wide = static_cast<int>(lambda + 4.0 * std::sqrt(lambda) + 4.0);
+  const int wide = SampleRankOf(cols, k, sample);
   if (wide < sample / 2 && QmsBlockRowListHolds<KB>(cols, sample, wide + 1.0)) return wide;
   return cols <= QmsBlockRowCap<KB>() ? kAdmitAll : kNoRank;
 }

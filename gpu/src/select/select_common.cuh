@@ -404,11 +404,17 @@ void LaunchDependent(void (*kernel)(KArgs...), int64_t grid, int threads, std::s
 
 constexpr int kSamplePer = 8;  // sample words per thread (T = 256)
 
+// The sample rank lambda + 4 sqrt(lambda) + 4 for k of cols from a sample of kSample words
+// (lambda = k kSample / cols, the sample words expected under the k-th), whatever the row.
+__host__ __device__ inline int SampleRankOf(int64_t cols, int k, int kSample) {
+  const double lambda = static_cast<double>(k) * kSample / static_cast<double>(cols);
+  return static_cast<int>(lambda + 4.0 * sqrt(lambda) + 4.0);
+}
+
 // The sample rank for k of cols from a sample of kSample words, or -1 when the row is too short
 // to sample.
 __host__ __device__ inline int SampleRank(int64_t cols, int k, int kSample = kSamplePer * 256) {
-  const double lambda = static_cast<double>(k) * kSample / static_cast<double>(cols);
-  const int rank = static_cast<int>(lambda + 4.0 * sqrt(lambda) + 4.0);
+  const int rank = SampleRankOf(cols, k, kSample);
   if (cols < kSample || cols < 8 * static_cast<int64_t>(k) || rank >= kSample / 2) return -1;
   return rank;
 }
