@@ -1,7 +1,8 @@
 // featmatch-bench select: k-selection per row on the GPU, every algorithm over the grid of the
 // papers (rows = 8192, N = 2^13 .. 2^16, k = 32 .. 1024) and a long-row shape (rows = 1024,
 // N = 2^20). Each result is reported against the read bandwidth measured in the same process (a
-// kernel that sums the same matrix with 16-byte loads).
+// kernel that sums the same matrix with 16-byte loads), timed right before and after the result's
+// own runs.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -46,9 +47,9 @@ __global__ void ReadKernel(const float4* d, int64_t n4, float* out) {
   if ((threadIdx.x & 31) == 0) atomicAdd(out + blockIdx.x % 1024, s);
 }
 
-// Median of `runs` event-timed executions of fn on `stream` (after `warmup` untimed ones).
+// `runs` event-timed executions of fn on `stream` (after `warmup` untimed ones), in ms.
 template <typename Fn>
-double MedianMs(cudaStream_t stream, int runs, int warmup, Fn&& fn) {
+std::vector<double> TimedMs(cudaStream_t stream, int runs, int warmup, Fn&& fn) {
   CudaEvent start, stop;
   for (int i = 0; i < warmup; ++i) fn();
   std::vector<double> t;
@@ -61,7 +62,7 @@ double MedianMs(cudaStream_t stream, int runs, int warmup, Fn&& fn) {
     FM_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
     t.push_back(ms);
   }
-  return Median(t);
+  return t;
 }
 
 std::vector<int64_t> ParseList(const std::string& s) {
@@ -141,10 +142,12 @@ int RunSelect(const std::vector<std::string>& args) {
   for (const Shape& s : shapes) {
     const int64_t n = s.rows * s.cols;
     const double bytes = static_cast<double>(n) * 4.0;
-    const double read_ms = MedianMs(stream, std::max(runs, 10), 2, [&] {
+    const int read_runs = std::max(runs, 10);
+    auto read = [&] {
       ReadKernel<<<info.multiprocessors * 8, 512, 0, stream>>>(
           reinterpret_cast<const float4*>(data.data()), n / 4, sums.data());
-    });
+    };
+    const double read_ms = Median(TimedMs(stream, read_runs, 2, read));
     const double read_gbs = bytes / read_ms / 1e6;
     if (json) {
       std::printf(
@@ -157,10 +160,20 @@ int RunSelect(const std::vector<std::string>& args) {
       for (const std::string& name : algo_names) {
         const fm::gpu::SelectAlgo algo = fm::gpu::ParseSelectAlgo(name);
         const int r = algo == fm::gpu::SelectAlgo::kSortTruncate ? 10 : std::max(runs, 10);
-        const double ms = MedianMs(stream, r, 1, [&] {
+        // The cell's read: timed right before and right after its runs, the median of both
+        // sets. The shape's read above came first of all its cells, up to seconds before some of
+        // them, and a card's pace drifts: one H100 grid read 8192 x 8192 in 0.110 ms against
+        // 0.092-0.094 in the processes around it, and one cell of auto that ran after the sort
+        // took 0.149 ms against 0.117-0.119 everywhere else (bench/results/select.md "The grid
+        // at eed42be, every algorithm"); a read beside the cell moves with it.
+        std::vector<double> cell_read = TimedMs(stream, read_runs, 1, read);
+        const double ms = Median(TimedMs(stream, r, 1, [&] {
           fm::gpu::select_k(res, data.data(), s.rows, s.cols, s.cols, k, algo, out_v.data(),
                             out_i.data());
-        });
+        }));
+        const std::vector<double> after = TimedMs(stream, read_runs, 0, read);
+        cell_read.insert(cell_read.end(), after.begin(), after.end());
+        const double cell_read_ms = Median(cell_read);
         const double gbs = bytes / ms / 1e6;
         const std::string chosen =
             fm::gpu::SelectAlgoName(algo == fm::gpu::SelectAlgo::kAuto
@@ -172,12 +185,12 @@ int RunSelect(const std::vector<std::string>& args) {
               "\"algo\":\"%s\",\"runs_as\":\"%s\",\"runs\":%d,\"median_ms\":%.4f,\"GBps\":%.1f,"
               "\"read_ms\":%.4f,\"read_GBps\":%.1f,\"frac_read_bw\":%.3f}\n",
               info.name.c_str(), static_cast<long long>(s.rows), static_cast<long long>(s.cols),
-              static_cast<long long>(k), name.c_str(), chosen.c_str(), r, ms, gbs, read_ms,
-              read_gbs, read_ms / ms);
+              static_cast<long long>(k), name.c_str(), chosen.c_str(), r, ms, gbs, cell_read_ms,
+              bytes / cell_read_ms / 1e6, cell_read_ms / ms);
         } else {
           std::printf("%-6lld %-8lld %-5lld %-18s %9.3f %9.1f %7.3f\n",
                       static_cast<long long>(s.rows), static_cast<long long>(s.cols),
-                      static_cast<long long>(k), name.c_str(), ms, gbs, read_ms / ms);
+                      static_cast<long long>(k), name.c_str(), ms, gbs, cell_read_ms / ms);
         }
         std::fflush(stdout);
       }
