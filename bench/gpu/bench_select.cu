@@ -163,9 +163,9 @@ int RunSelect(const std::vector<std::string>& args) {
         // The cell's read: timed right before and right after its runs, the median of both
         // sets. The shape's read above came first of all its cells, up to seconds before some of
         // them, and a card's pace drifts: one H100 grid read 8192 x 8192 in 0.110 ms against
-        // 0.092-0.094 in the processes around it, and one cell of auto that ran after the sort
+        // 0.091-0.094 in the processes around it, and one cell of auto that ran after the sort
         // took 0.149 ms against 0.117-0.119 everywhere else (bench/results/select.md "The grid
-        // at eed42be, every algorithm"); a read beside the cell moves with it.
+        // at eed42be, every algorithm"). A read beside the cell runs in the state the cell ran in.
         std::vector<double> cell_read = TimedMs(stream, read_runs, 1, read);
         const double ms = Median(TimedMs(stream, r, 1, [&] {
           fm::gpu::select_k(res, data.data(), s.rows, s.cols, s.cols, k, algo, out_v.data(),
