@@ -1096,16 +1096,15 @@ constexpr int QmsBlockRowCap() {
   return std::min(QmsBlockRowConfig<KB, 128>::kCap, QmsBlockRowConfig<KB, 256>::kCap);
 }
 
-// Whether a survivor list of kCap words holds six standard deviations above the row words a pivot
-// leaves when `mean` sample keys fall under it (a sample of `sample` words).
-template <int kCap>
-bool QmsListHolds(int64_t cols, int sample, double mean) {
-  return (mean + 6.0 * std::sqrt(mean)) * static_cast<double>(cols) / sample <= kCap;
+// Whether a survivor list of `cap` words holds six standard deviations above the row words a
+// pivot leaves when `mean` sample keys fall under it (a sample of `sample` words).
+inline bool QmsListHolds(int64_t cols, int sample, double mean, int cap) {
+  return (mean + 6.0 * std::sqrt(mean)) * static_cast<double>(cols) / sample <= cap;
 }
 // The same for the fused kernel's list (the slot kernel's may be shorter: QmsBlockRowSlot).
 template <int KB>
 bool QmsBlockRowListHolds(int64_t cols, int sample, double mean) {
-  return QmsListHolds<QmsBlockRowCap<KB>()>(cols, sample, mean);
+  return QmsListHolds(cols, sample, mean, QmsBlockRowCap<KB>());
 }
 
 // The sample rank of the fused kernel's pivots, from a sample of `sample` words: SampleRank
@@ -1178,13 +1177,11 @@ struct QmsShape {
 // path, whose lists are sized closer to their survivors, both rounds. At k = 512 on 32768 and
 // 65536 columns (the list at 4.4 standard deviations) the looser pivots cost 7-11 %, likely rows
 // overflowing the list and selected again (bench/results/select.md "The warp's key range by
-// reduction, the pivot's rounds").
+// reduction, the pivot's rounds"). `cap`: the list of the kernel the launch runs.
 constexpr int kBlockRowPivotStop = 4;
-template <int KB>
-int QmsBlockRowPivotStop(int64_t cols, int rank, int sample) {
+inline int QmsBlockRowPivotStop(int64_t cols, int rank, int sample, int cap) {
   if (rank < 0) return 0;
-  const bool holds = QmsBlockRowListHolds<KB>(cols, sample, rank + 1.0 + kBlockRowPivotStop);
-  return holds ? kBlockRowPivotStop : 0;
+  return QmsListHolds(cols, sample, rank + 1.0 + kBlockRowPivotStop, cap) ? kBlockRowPivotStop : 0;
 }
 
 // A launch's tag for its published pivots (never 0, which means none, nor 2^32 - 1): a pivot
@@ -1268,7 +1265,7 @@ bool QmsBlockRowSlot(const SelectArgs& a, int threads, int sample, int rank) {
                        a.row_stride % 4 == 0 && a.cols % 4 == 0;
   const int64_t ppr = (a.cols + kFilterPiece - 1) / kFilterPiece;
   if (!aligned || ppr < threads / 32 || SC::kSlotShared > a.max_shared_bytes) return false;
-  if (rank < 0 || !QmsListHolds<SC::kCap>(a.cols, sample, rank + 1.0)) return false;
+  if (rank < 0 || !QmsListHolds(a.cols, sample, rank + 1.0, SC::kCap)) return false;
   if (const char* env = std::getenv("FM_QMS_SLOT")) return std::strcmp(env, "1") == 0;
   if (a.dram_bytes_per_us_sm > kFastDramPerSm) return a.cols <= 8192;
   return KB >= 128 && a.cols <= 6144;
@@ -1347,7 +1344,8 @@ void LaunchQmsRowParallel(const SelectArgs& a) {
   const int sms = a.sms;
   // Pivot kernel blocks an SM holds at once.
   const int pivot_per_sm = block_row ? BlocksPerSm(pivot, 256, 0, a) : 0;
-  const int stop = block_row ? QmsBlockRowPivotStop<KB>(a.cols, rank, sample) : 0;
+  const int list_cap = slot ? QmsBlockRowConfig<KB, 128, true>::kCap : QmsBlockRowCap<KB>();
+  const int stop = block_row ? QmsBlockRowPivotStop(a.cols, rank, sample, list_cap) : 0;
   for (int64_t row0 = 0; row0 < a.rows; row0 += batch) {
     const int64_t n = std::min(batch, a.rows - row0);
     s.done = s.count + n;  // count[n], done[n], fail_count, ticket: cleared by the pivot kernel
