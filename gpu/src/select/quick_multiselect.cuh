@@ -1099,7 +1099,7 @@ constexpr int QmsBlockRowCap() {
 // Whether a survivor list of `cap` words holds six standard deviations above the row words a
 // pivot leaves when `mean` sample keys fall under it (a sample of `sample` words).
 inline bool QmsListHolds(int64_t cols, int sample, double mean, int cap) {
-  return (mean + 6.0 * std::sqrt(mean)) * static_cast<double>(cols) / sample <= cap;
+  return SixSigmaSurvivors(cols, sample, mean) <= cap;
 }
 // The same for the fused kernel's list (the slot kernel's may be shorter: QmsBlockRowSlot).
 template <int KB>

@@ -433,6 +433,13 @@ __host__ __device__ inline int QmsSplitSample(int64_t cols, int64_t k) {
   return k > 256 && k <= 1024 && cols >= 16384 ? 1024 : 2048;
 }
 
+// The row words a sampled pivot leaves, six standard deviations up, when `mean` of its sample's
+// `sample` words fall under it (the count's spread sqrt(mean), scaled to the row's cols): the
+// bound every survivor list is sized or checked against.
+__host__ __device__ inline double SixSigmaSurvivors(int64_t cols, int sample, double mean) {
+  return (mean + 6.0 * sqrt(mean)) * static_cast<double>(cols) / sample;
+}
+
 // Survivors kept per row by the row-parallel quick multi-select: the bucket's cap
 // (QmsSurvivorCap), or, for k <= 1024 (whose finishes read any number of them) where that is
 // short of six standard deviations above the expected survivors, the power of two above it, up
@@ -450,7 +457,7 @@ __host__ __device__ inline int QmsSplitCap(int64_t cols, int64_t k) {
   const int rank = SampleRank(cols, static_cast<int>(k), sample);
   if (rank < 0) return cap;
   const double mean = rank + 1.0;
-  const double need = (mean + 6.0 * sqrt(mean)) * static_cast<double>(cols) / sample;
+  const double need = SixSigmaSurvivors(cols, sample, mean);
   while (cap < kLongCap && cap < need) cap *= 2;
   return cap;
 }
