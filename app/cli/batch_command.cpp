@@ -10,10 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "command.h"
 #include "fm/matcher/batch.h"
 #include "options.h"
+#include "output.h"
 
 namespace fm::app {
 namespace {
@@ -97,8 +99,7 @@ void WriteSummary(const std::string& path, const matcher::BatchSummary& s) {
   } catch (const std::exception&) {
     // No database (a failure before extraction): the summary still says why.
   }
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write the summary " + path);
+  std::ostringstream out;
   const bool csv = std::filesystem::path(path).extension() == ".csv";
   if (csv) {
     out << "kind,name1,name2,matches,inliers,config,note\n";
@@ -123,9 +124,11 @@ void WriteSummary(const std::string& path, const matcher::BatchSummary& s) {
                       {"config", matcher::TwoViewConfigName(p.config)},
                       {"verified", p.verified()}});
     j["pair_results"] = list;
-    out << j.dump(2) << "\n";
+    out << JsonText(j) << "\n";
   }
-  if (!out) throw std::runtime_error("cannot write the summary " + path);
+  std::string why;
+  if (!WriteTextFile(path, out.str(), &why))
+    throw std::runtime_error("cannot write the summary " + path + ": " + why);
 }
 
 int RunBatch(BatchArgs& args) {
@@ -136,6 +139,12 @@ int RunBatch(BatchArgs& args) {
     const auto ext = std::filesystem::path(args.summary).extension();
     if (ext != ".json" && ext != ".csv")
       throw CLI::ValidationError("--summary", "the summary file must end in .json or .csv");
+    const std::string problem = OutputFolderProblem(args.summary);
+    if (!problem.empty()) {
+      std::fprintf(stderr, "featmatch batch: cannot write the summary %s: %s\n",
+                   args.summary.c_str(), problem.c_str());
+      return kExitError;
+    }
   }
   matcher::BatchOptions o;
   o.folder = args.folder;
@@ -235,6 +244,10 @@ RunFn SetupBatch(CLI::App& sub) {
   // Batch defaults: the fundamental matrix (general 3-D scenes, what COLMAP reconstructs).
   args->match.model = "fundamental";
   args->match.match.verify.min_inliers = 15;  // COLMAP's two-view default
+  // Mutual nearest neighbours, as COLMAP's matchers (cross check on by default): without it many
+  // features of one image take the same feature of the other, and a fundamental matrix through
+  // that one point verifies unrelated pairs.
+  args->match.match.filter.mutual = true;
   sub.add_option("FOLDER", args->folder, "folder of images (searched recursively)")->required();
   sub.add_option("--db", args->db, "COLMAP database to create or resume")->required();
   sub.add_option("--pairs", args->pairs,

@@ -9,6 +9,7 @@
 #include "fm/core/timer.h"
 #include "fm/matcher/image.h"
 #include "options.h"
+#include "output.h"
 
 namespace fm::app {
 namespace {
@@ -42,23 +43,45 @@ int RunExtract(ExtractArgs& args) {
     used.insert(name);
     const std::string out = (fs::path(args.out) / name).string();
     core::Stopwatch sw;
+    core::Features f;
     try {
-      cv::Mat gray = matcher::LoadGrayImage(img);
-      core::Features f = matcher::ExtractFeatures(gray, args.sift);
-      nlohmann::json meta = {{"source", img}, {"sift", nlohmann::json::parse(args.sift.ToJson())}};
-      core::WriteFeatureFile(out, f, meta.dump());
-      const double ms = sw.ElapsedMs();
-      report.push_back({{"image", img}, {"features", f.size()}, {"file", out}, {"ms", ms}});
-      if (!args.json)
-        std::printf("%s: %lld features -> %s (%.0f ms)\n", img.c_str(),
-                    static_cast<long long>(f.size()), out.c_str(), ms);
+      const cv::Mat gray = matcher::LoadGrayImage(img);
+      try {
+        f = matcher::ExtractFeatures(gray, args.sift);
+      } catch (const matcher::ImageError& e) {
+        throw matcher::ImageError(img + ": " + e.what());
+      }
     } catch (const std::exception& e) {
+      // An input that cannot be used is skipped; the message names it.
+      std::string what = e.what();
+      if (what.rfind(img + ":", 0) != 0) what = img + ": " + what;
       ++failed;
-      report.push_back({{"image", img}, {"error", e.what()}});
-      std::fprintf(stderr, "featmatch extract: skipped %s\n", e.what());
+      report.push_back({{"image", img}, {"error", what}});
+      std::fprintf(stderr, "featmatch extract: skipped %s\n", what.c_str());
+      continue;
     }
+    try {
+      nlohmann::json meta = {{"source", img}, {"sift", nlohmann::json::parse(args.sift.ToJson())}};
+      core::WriteFeatureFile(out, f, meta.dump(-1, ' ', false,
+                                               nlohmann::json::error_handler_t::replace));
+    } catch (const std::exception& e) {
+      // An output that cannot be written stops the run: the next would fail alike. The files
+      // written before it are kept.
+      std::fprintf(stderr, "featmatch extract: cannot write the features of %s: %s\n",
+                   img.c_str(), e.what());
+      if (args.json) PrintText(JsonText(report) + "\n");
+      return kExitError;
+    }
+    const double ms = sw.ElapsedMs();
+    report.push_back({{"image", img}, {"features", f.size()}, {"file", out}, {"ms", ms}});
+    if (!args.json)
+      std::printf("%s: %lld features -> %s (%.0f ms)\n", img.c_str(),
+                  static_cast<long long>(f.size()), out.c_str(), ms);
   }
-  if (args.json) std::printf("%s\n", report.dump(2).c_str());
+  if (args.json && !PrintText(JsonText(report) + "\n")) {
+    std::fprintf(stderr, "featmatch extract: cannot write the JSON report to stdout\n");
+    return kExitError;
+  }
   if (failed == static_cast<int>(args.images.size())) return kExitBadInput;
   return failed ? kExitPartial : kExitOk;
 }

@@ -1,7 +1,6 @@
 #include "inputs.h"
 
 #include <filesystem>
-#include <opencv2/imgproc.hpp>
 
 #include "fm/core/feature_io.h"
 #include "fm/core/timer.h"
@@ -13,7 +12,8 @@ bool IsFeatureFile(const std::string& path) {
   return std::filesystem::path(path).extension() == ".fmf";
 }
 
-LoadedInput LoadInput(const std::string& path, const matcher::SiftOptions& sift) {
+LoadedInput LoadInput(const std::string& path, const matcher::SiftOptions& sift,
+                      bool need_color) {
   LoadedInput in;
   in.path = path;
   core::Stopwatch sw;
@@ -23,10 +23,17 @@ LoadedInput LoadInput(const std::string& path, const matcher::SiftOptions& sift)
     in.load_ms = sw.ElapsedMs();
     return in;
   }
-  in.image = matcher::LoadColorImage(path);
+  // Features come from the same grayscale decode as `extract`, the batch and the logo library
+  // use, so that an image and its .fmf file match alike; the colour image is for drawing only.
+  const cv::Mat gray = matcher::LoadGrayImage(path);
+  if (need_color) in.image = matcher::LoadColorImage(path);
   in.load_ms = sw.ElapsedMs();
   sw.Reset();
-  in.features = matcher::ExtractFeatures(in.image, sift);
+  try {
+    in.features = matcher::ExtractFeatures(gray, sift);
+  } catch (const matcher::ImageError& e) {
+    throw matcher::ImageError(path + ": " + e.what());
+  }
   in.extract_ms = sw.ElapsedMs();
   return in;
 }

@@ -11,7 +11,7 @@ namespace fm::app {
 
 struct LoadedInput {
   std::string path;
-  cv::Mat image;  // colour image, empty for a feature file
+  cv::Mat image;  // colour image when asked for, empty for a feature file
   core::Features features;
   double load_ms = 0;
   double extract_ms = 0;
@@ -20,7 +20,9 @@ struct LoadedInput {
 
 bool IsFeatureFile(const std::string& path);
 
-// Throws matcher::ImageError or core::FeatureFileError with a clear message.
-LoadedInput LoadInput(const std::string& path, const matcher::SiftOptions& sift);
+// Features of an image (its grayscale decode) or of a feature file; with need_color the image in
+// colour as well. Throws matcher::ImageError or core::FeatureFileError with a clear message.
+LoadedInput LoadInput(const std::string& path, const matcher::SiftOptions& sift,
+                      bool need_color = false);
 
 }  // namespace fm::app

@@ -5,8 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <opencv2/imgcodecs.hpp>
+#include <optional>
+#include <set>
 
 #include "command.h"
 #include "fm/core/timer.h"
@@ -14,6 +15,7 @@
 #include "fm/matcher/logo_eval.h"
 #include "fm/matcher/logo_library.h"
 #include "options.h"
+#include "output.h"
 
 namespace fm::app {
 namespace {
@@ -69,6 +71,19 @@ void FinishQueryOptions(matcher::LogoQueryOptions& q, const std::string& usac) {
   CheckOrThrow(q, "query options");
 }
 
+// Opens a library for a subcommand; a logo whose stored features are damaged is left out with a
+// warning that says how to remove it, so that the rest of the library stays usable.
+matcher::LogoLibrary OpenLibrary(const std::string& path, const char* command) {
+  matcher::LogoLibrary lib = matcher::LogoLibrary::Open(path, true);
+  for (const auto& [name, why] : lib.Damaged()) {
+    std::fprintf(stderr,
+                 "featmatch logos %s: warning: %s; that logo is left out (remove it with "
+                 "`featmatch logos remove %s '%s'` and add it again)\n",
+                 command, why.c_str(), path.c_str(), name.c_str());
+  }
+  return lib;
+}
+
 // ---- add ----------------------------------------------------------------------------------------
 
 struct AddArgs {
@@ -99,13 +114,13 @@ int RunAdd(AddArgs& args) {
         "apply only when add creates a new library");
   std::optional<matcher::LogoLibrary> opened;
   try {
-    opened = matcher::LogoLibrary::OpenOrCreate(args.library, args.settings);
+    opened = exists ? OpenLibrary(args.library, "add")
+                    : matcher::LogoLibrary::Create(args.library, args.settings);
   } catch (const matcher::LogoLibraryError& e) {
     std::fprintf(stderr, "featmatch logos add: %s\n", e.what());
     return kExitBadInput;
   }
   matcher::LogoLibrary& lib = *opened;
-  if (!exists) std::printf("created logo library %s\n", args.library.c_str());
   int failed = 0;
   for (const auto& img : args.images) {
     if (g_interrupted) return kExitInterrupted;
@@ -119,6 +134,18 @@ int RunAdd(AddArgs& args) {
       ++failed;
     }
   }
+  if (!exists && lib.size() == 0) {
+    // Nothing was added to the library this command created: it is not left behind, holding
+    // settings that every later add would have to keep.
+    opened.reset();
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+      fs::remove(args.library + suffix, ec);
+    std::fprintf(stderr, "featmatch logos add: no logo added; %s not created\n",
+                 args.library.c_str());
+    return kExitBadInput;
+  }
+  if (!exists) std::printf("created logo library %s\n", args.library.c_str());
   std::printf("%s: %lld logos, %lld descriptors\n", args.library.c_str(),
               static_cast<long long>(lib.size()), static_cast<long long>(lib.num_descriptors()));
   if (failed == 0) return kExitOk;
@@ -135,7 +162,7 @@ struct ListArgs {
 int RunList(const ListArgs& args) {
   std::optional<matcher::LogoLibrary> opened;
   try {
-    opened = matcher::LogoLibrary::Open(args.library);
+    opened = OpenLibrary(args.library, "list");
   } catch (const matcher::LogoLibraryError& e) {
     std::fprintf(stderr, "featmatch logos list: %s\n", e.what());
     return kExitBadInput;
@@ -152,11 +179,14 @@ int RunList(const ListArgs& args) {
                    {"height", l.height},
                    {"features", l.num_features},
                    {"added", l.added}});
+    nlohmann::json damaged = nlohmann::json::array();
+    for (const auto& [name, why] : lib.Damaged()) damaged.push_back({{"name", name}, {"error", why}});
     nlohmann::json out = {{"library", args.library},
                           {"settings", nlohmann::json::parse(lib.settings().sift.ToJson())},
                           {"descriptors", lib.num_descriptors()},
-                          {"logos", j}};
-    std::printf("%s\n", out.dump(2).c_str());
+                          {"logos", j},
+                          {"damaged", damaged}};
+    std::printf("%s\n", JsonText(out).c_str());
     return kExitOk;
   }
   std::printf("%s: %zu logos, %lld descriptors\n", args.library.c_str(), logos.size(),
@@ -181,7 +211,7 @@ struct RemoveArgs {
 int RunRemove(const RemoveArgs& args) {
   std::optional<matcher::LogoLibrary> opened;
   try {
-    opened = matcher::LogoLibrary::Open(args.library);
+    opened = OpenLibrary(args.library, "remove");
   } catch (const matcher::LogoLibraryError& e) {
     std::fprintf(stderr, "featmatch logos remove: %s\n", e.what());
     return kExitBadInput;
@@ -219,7 +249,7 @@ int RunQuery(QueryArgs& args) {
   args.backend.Finish();
   std::optional<matcher::LogoLibrary> opened;
   try {
-    opened = matcher::LogoLibrary::Open(args.library);
+    opened = OpenLibrary(args.library, "query");
   } catch (const matcher::LogoLibraryError& e) {
     std::fprintf(stderr, "featmatch logos query: %s\n", e.what());
     return kExitBadInput;
@@ -251,6 +281,7 @@ int RunQuery(QueryArgs& args) {
   std::signal(SIGTERM, OnInterrupt);
   nlohmann::json all = nlohmann::json::array();
   int bad = 0;
+  std::set<std::string> drawn;  // drawings' names written so far
   if (!args.json)
     std::printf("library %s: %lld logos, %lld descriptors; %s\n", args.library.c_str(),
                 static_cast<long long>(lib.size()), static_cast<long long>(lib.num_descriptors()),
@@ -272,8 +303,12 @@ int RunQuery(QueryArgs& args) {
     j["scene"] = path;
     j["times_ms"]["load"] = load_ms;
     if (!args.draw.empty()) {
-      const std::string out =
-          (fs::path(args.draw) / (fs::path(path).stem().string() + "_logos.png")).string();
+      // <scene name>_logos.png, made unique when two scenes share a name (a/s.png, b/s.png).
+      std::string name = fs::path(path).stem().string() + "_logos.png";
+      for (int i = 1; drawn.count(name); ++i)
+        name = fs::path(path).stem().string() + "_logos." + std::to_string(i) + ".png";
+      drawn.insert(name);
+      const std::string out = (fs::path(args.draw) / name).string();
       bool ok = false;
       try {
         ok = cv::imwrite(out, matcher::DrawLogoDetections(color, r.detections));
@@ -303,7 +338,10 @@ int RunQuery(QueryArgs& args) {
     if (j.contains("drawing"))
       std::printf("  drawing: %s\n", j["drawing"].get<std::string>().c_str());
   }
-  if (args.json) std::printf("%s\n", all.dump(2).c_str());
+  if (args.json && !PrintText(JsonText(all) + "\n")) {
+    std::fprintf(stderr, "featmatch logos query: cannot write the JSON report to stdout\n");
+    return kExitError;
+  }
   if (g_interrupted) return kExitInterrupted;
   if (bad == 0) return kExitOk;
   return bad == static_cast<int>(args.scenes.size()) ? kExitBadInput : kExitPartial;
@@ -347,11 +385,9 @@ int RunEval(EvalArgs& args) {
     return kExitBadInput;
   }
   auto write = [](const std::string& path, const std::string& text) {
-    std::ofstream out(path);
-    out << text;
-    return static_cast<bool>(out);
+    return WriteTextFile(path, text, nullptr);
   };
-  if (!args.report.empty() && !write(args.report, rep.json.dump(2) + "\n")) {
+  if (!args.report.empty() && !write(args.report, JsonText(rep.json) + "\n")) {
     std::fprintf(stderr, "featmatch logos eval: cannot write %s\n", args.report.c_str());
     return kExitError;
   }

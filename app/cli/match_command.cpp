@@ -1,7 +1,6 @@
 // featmatch match A B: extract (or load) features, match, verify, report, draw.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 
@@ -11,6 +10,7 @@
 #include "fm/matcher/image.h"
 #include "inputs.h"
 #include "options.h"
+#include "output.h"
 
 namespace fm::app {
 namespace {
@@ -63,10 +63,54 @@ int RunMatch(MatchArgs& args) {
   args.match.Finish();
   args.backend.Finish();
   CheckOrThrow(args.sift, "SIFT options");
+  // What would fail after the work is checked before it.
+  const bool fmf_a = IsFeatureFile(args.a), fmf_b = IsFeatureFile(args.b);
+  if (!args.draw.empty()) {
+    if (fmf_a || fmf_b) {
+      std::fprintf(stderr, "featmatch match: --draw needs images, not feature files\n");
+      return kExitUsage;
+    }
+    bool writable = false;
+    try {
+      writable = cv::haveImageWriter(args.draw);
+    } catch (const cv::Exception&) {
+    }
+    if (!writable) {
+      std::fprintf(stderr,
+                   "featmatch match: --draw %s: no image format for that name (use .png or "
+                   ".jpg)\n",
+                   args.draw.c_str());
+      return kExitUsage;
+    }
+  }
+  for (const std::string* out : {&args.draw, &args.report}) {
+    if (out->empty()) continue;
+    const std::string problem = OutputFolderProblem(*out);
+    if (!problem.empty()) {
+      std::fprintf(stderr, "featmatch match: cannot write %s: %s\n", out->c_str(),
+                   problem.c_str());
+      return kExitError;
+    }
+  }
+  if ((fmf_a || fmf_b) && args.sift.ToJson() != matcher::SiftOptions{}.ToJson()) {
+    std::fprintf(stderr,
+                 "featmatch match: note: the extraction options apply to images only; %s\n",
+                 fmf_a && fmf_b ? "both inputs are feature files"
+                                : "one input is a feature file, its features are used as stored");
+  }
+  cv::Mat mask_image_a, mask_image_b;
+  try {
+    if (!args.mask_a.empty()) mask_image_a = matcher::LoadMaskImage(args.mask_a);
+    if (!args.mask_b.empty()) mask_image_b = matcher::LoadMaskImage(args.mask_b);
+  } catch (const matcher::ImageError& e) {
+    std::fprintf(stderr, "featmatch match: mask: %s\n", e.what());
+    return kExitBadInput;
+  }
   LoadedInput a, b;
   try {
-    a = LoadInput(args.a, args.sift);
-    b = LoadInput(args.b, args.sift);
+    const bool color = !args.draw.empty();
+    a = LoadInput(args.a, args.sift, color);
+    b = LoadInput(args.b, args.sift, color);
   } catch (const matcher::ImageError& e) {
     std::fprintf(stderr, "featmatch match: %s\n", e.what());
     return kExitBadInput;
@@ -85,14 +129,9 @@ int RunMatch(MatchArgs& args) {
   matcher::MatchResult r;
   try {
     matcher::FeatureMasks masks;
-    if (!args.mask_a.empty())
-      masks.a = matcher::MaskFromImage(a.features, matcher::LoadGrayImage(args.mask_a));
-    if (!args.mask_b.empty())
-      masks.b = matcher::MaskFromImage(b.features, matcher::LoadGrayImage(args.mask_b));
+    if (!mask_image_a.empty()) masks.a = matcher::MaskFromImage(a.features, mask_image_a);
+    if (!mask_image_b.empty()) masks.b = matcher::MaskFromImage(b.features, mask_image_b);
     r = matcher::MatchFeatures(a.features, b.features, args.match.match, *backend, &masks);
-  } catch (const matcher::ImageError& e) {
-    std::fprintf(stderr, "featmatch match: mask: %s\n", e.what());
-    return kExitBadInput;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "featmatch match: %s\n", e.what());
     return kExitBadInput;
@@ -107,19 +146,7 @@ int RunMatch(MatchArgs& args) {
   report["times_ms"]["extract_a"] = a.extract_ms;
   report["times_ms"]["extract_b"] = b.extract_ms;
 
-  if (!args.report.empty()) {
-    std::ofstream out(args.report);
-    if (!out) {
-      std::fprintf(stderr, "featmatch match: cannot write report %s\n", args.report.c_str());
-      return kExitError;
-    }
-    out << report.dump(2) << "\n";
-  }
   if (!args.draw.empty()) {
-    if (a.image.empty() || b.image.empty()) {
-      std::fprintf(stderr, "featmatch match: --draw needs images, not feature files\n");
-      return kExitUsage;
-    }
     matcher::DrawOptions d;
     d.draw_keypoints = args.keypoints;
     d.draw_outliers = !args.no_outliers;
@@ -135,8 +162,17 @@ int RunMatch(MatchArgs& args) {
       return kExitError;
     }
   }
+  std::string why;
+  if (!args.report.empty() && !WriteTextFile(args.report, JsonText(report) + "\n", &why)) {
+    std::fprintf(stderr, "featmatch match: cannot write report %s: %s\n", args.report.c_str(),
+                 why.c_str());
+    return kExitError;
+  }
   if (args.json) {
-    std::printf("%s\n", report.dump(2).c_str());
+    if (!PrintText(JsonText(report) + "\n")) {
+      std::fprintf(stderr, "featmatch match: cannot write the JSON report to stdout\n");
+      return kExitError;
+    }
   } else {
     PrintSummary(args, a, b, r, note);
   }

@@ -40,8 +40,9 @@ void AddMatchOptions(CLI::App& app, MatchCliOptions& o) {
       ->group("Matching");
   app.add_option("--ratio", m.filter.ratio, "Lowe's ratio test threshold (1 = off)")
       ->capture_default_str()->group("Matching");
-  app.add_flag("--mutual", m.filter.mutual, "keep only mutual nearest neighbours (cross check)")
-      ->group("Matching");
+  app.add_flag("--mutual,!--no-mutual", m.filter.mutual,
+               "keep only mutual nearest neighbours (cross check); --no-mutual: keep all")
+      ->capture_default_str()->group("Matching");
   app.add_option("--max-distance", m.filter.max_distance,
                  "drop matches farther than this (0 = no limit)")
       ->capture_default_str()->group("Matching");

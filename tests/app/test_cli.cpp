@@ -88,6 +88,122 @@ TEST_F(Cli_, ExtractThenMatchFeatureFilesGivesTheSameCounts) {
   EXPECT_EQ(ja["matches"], jb["matches"]);
 }
 
+TEST_F(Cli_, ColourImagesAndTheirFeatureFilesMatchAlike) {
+  // graf1 and graf3 are colour PNGs: match extracts from the same grayscale decode as extract.
+  auto e = Cli("extract " + kData + "/graf1.png " + kData + "/graf3.png --out " + Path("f"));
+  ASSERT_EQ(e.code, 0) << e.out;
+  auto a = Cli("match " + Path("f/graf1.png.fmf") + " " + Path("f/graf3.png.fmf") +
+               " --backend cpu --json");
+  auto b = Cli("match " + kData + "/graf1.png " + kData + "/graf3.png --backend cpu --json");
+  ASSERT_EQ(a.code, 0) << a.out;
+  ASSERT_EQ(b.code, 0) << b.out;
+  auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  EXPECT_EQ(ja["features"], jb["features"]);
+  EXPECT_EQ(ja["matches"], jb["matches"]);
+  EXPECT_EQ(ja["match_list"], jb["match_list"]);
+  EXPECT_EQ(ja["geometry"]["inliers"], jb["geometry"]["inliers"]);
+}
+
+TEST_F(Cli_, ExtractKeepsAtMostMaxFeatures) {
+  for (int n : {1, 10, 100}) {
+    auto e = Cli("extract " + kData + "/box.png --json --max-features " + std::to_string(n) +
+                 " --out " + Path("f" + std::to_string(n)));
+    ASSERT_EQ(e.code, 0) << e.out;
+    EXPECT_EQ(nlohmann::json::parse(e.out)[0]["features"].get<int>(), n) << e.out;
+  }
+}
+
+TEST_F(Cli_, TruncatedJpegIsRefusedNotDecodedAsGray) {
+  std::ifstream in(kData + "/baboon.jpg", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 20000u);
+  std::ofstream(Path("cut.jpg"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  std::ofstream(Path("whole.jpg"), std::ios::binary) << bytes;
+  auto r = Cli("match " + Path("cut.jpg") + " " + kData + "/box.png --backend cpu");
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find("truncated JPEG"), std::string::npos) << r.out;
+  r = Cli("extract " + Path("cut.jpg") + " " + Path("whole.jpg") + " --out " + Path("f"));
+  EXPECT_EQ(r.code, 5) << r.out;
+  EXPECT_TRUE(fs::exists(Path("f/whole.jpg.fmf")));
+  EXPECT_FALSE(fs::exists(Path("f/cut.jpg.fmf")));
+}
+
+TEST_F(Cli_, OutputsThatCannotBeWrittenFailTheCommand) {
+  const std::string pair = "match " + kData + "/box.png " + kData + "/box_in_scene.png ";
+  // A full device: exit 1, for the report file and for the JSON on stdout.
+  auto r = Cli(pair + "--backend cpu --report /dev/full");
+  EXPECT_EQ(r.code, 1) << r.out;
+  r = Cli(pair + "--backend cpu --json > /dev/full");
+  EXPECT_EQ(r.code, 1) << r.out;
+  // Checked before any work: a missing folder, an unknown image type, a drawing of features.
+  r = Cli(pair + "--report " + Path("no/r.json"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("features)"), std::string::npos) << r.out;  // no summary: no work done
+  r = Cli(pair + "--draw " + Path("d.xyz"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  ASSERT_EQ(Cli("extract " + kData + "/box.png --out " + Path("f")).code, 0);
+  r = Cli("match " + Path("f/box.png.fmf") + " " + Path("f/box.png.fmf") + " --report " +
+          Path("r.json") + " --draw " + Path("d.png"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_FALSE(fs::exists(Path("r.json")));
+  // extract: an output that cannot be written is a failure (1), not a skipped input.
+  fs::create_directories(Path("g/box.png.fmf"));
+  r = Cli("extract " + kData + "/box.png --out " + Path("g"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("cannot write"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(Path("g/box.png.fmf.tmp")));
+}
+
+TEST_F(Cli_, ReportsStayValidJsonForAnyFileName) {
+  // A Linux file name need not be UTF-8: the JSON carries U+FFFD for the stray byte.
+  const std::string name = Path("caf\xe9.png");
+  fs::copy_file(kData + "/box.png", name);
+  auto r = Cli("match '" + name + "' " + kData + "/box_in_scene.png --backend cpu --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_NE(j["inputs"]["a"].get<std::string>().find("\xef\xbf\xbd"), std::string::npos);
+  r = Cli("match '" + name + "' " + kData + "/box_in_scene.png --backend cpu --report " +
+          Path("r.json"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(Path("r.json"));
+  EXPECT_NO_THROW(nlohmann::json::parse(in));
+}
+
+TEST_F(Cli_, OptionsThatCannotWorkAreRefused) {
+  const std::string pair = "match " + kData + "/box.png " + kData + "/box_in_scene.png ";
+  auto r = Cli(pair + "--metric ip");  // the ratio test on negated dot products passes nothing
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--ratio 1"), std::string::npos) << r.out;
+  EXPECT_EQ(Cli(pair + "--metric ip --ratio 1 --model none --backend cpu").code, 0);
+  EXPECT_EQ(Cli(pair + "--edge-threshold inf").code, 2);
+  EXPECT_EQ(Cli(pair + "--select bogus").code, 2);
+}
+
+TEST_F(Cli_, LogoAddThatAddsNothingLeavesNoLibrary) {
+  std::ofstream(Path("notes.png")) << "not an image";
+  auto r = Cli("logos add " + Path("lib.db") + " " + Path("notes.png"));
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_FALSE(fs::exists(Path("lib.db"))) << r.out;
+  // A later add with other settings then creates it with those.
+  r = Cli("logos add " + Path("lib.db") + " " + kData + "/box.png --contrast-threshold 0.03");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(Path("lib.db")));
+}
+
+TEST_F(Cli_, LogoDrawingsOfScenesWithOneNameAreKeptApart) {
+  ASSERT_EQ(Cli("logos add " + Path("lib.db") + " " + kData + "/box.png").code, 0);
+  fs::create_directories(Path("a"));
+  fs::create_directories(Path("b"));
+  fs::copy_file(kData + "/box_in_scene.png", Path("a/s.png"));
+  fs::copy_file(kData + "/box_in_scene.png", Path("b/s.png"));
+  auto r = Cli("logos query " + Path("lib.db") + " " + Path("a/s.png") + " " + Path("b/s.png") +
+               " --backend cpu --draw " + Path("d"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(Path("d/s_logos.png"))) << r.out;
+  EXPECT_TRUE(fs::exists(Path("d/s_logos.1.png"))) << r.out;
+}
+
 TEST_F(Cli_, ExtractSkipsBadImagesAndSaysSo) {
   std::ofstream(Path("bad.png")) << "not an image";
   auto e = Cli("extract " + kData + "/box.png " + Path("bad.png") + " --out " + Path("f"));

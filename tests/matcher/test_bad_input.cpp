@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <opencv2/imgcodecs.hpp>
 
 #include "fm/matcher/backend.h"
@@ -92,6 +93,84 @@ TEST_F(BadInput, OnePixelImage) {
   EXPECT_EQ(f.image_width, 1);
 }
 
+TEST_F(BadInput, TruncatedJpeg) {
+  if (!test::HaveSamples()) GTEST_SKIP() << "OpenCV sample data (opencv-doc) not installed";
+  std::ifstream in(test::Sample("building.jpg"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 20000u);
+  // libjpeg would decode it with a warning and gray rows; the loader refuses it.
+  for (std::size_t keep : {bytes.size() / 3, bytes.size() - 2}) {
+    std::ofstream(Path("cut.jpg"), std::ios::binary) << bytes.substr(0, keep);
+    ExpectImageError(Path("cut.jpg"), "truncated JPEG");
+  }
+  // Bytes after the end-of-image marker (some cameras append data) are no reason to refuse.
+  std::ofstream(Path("tail.jpg"), std::ios::binary) << bytes << std::string(5000, '\x42');
+  EXPECT_FALSE(LoadGrayImage(Path("tail.jpg")).empty());
+}
+
+TEST_F(BadInput, ExifOrientationAppliedForViewingNotForTheBatch) {
+  // A 64 x 32 JPEG with an EXIF orientation of 6 (rotate 90 degrees clockwise to view).
+  cv::Mat img(32, 64, CV_8UC1);
+  cv::randu(img, 0, 255);
+  std::vector<uchar> jpg;
+  ASSERT_TRUE(cv::imencode(".jpg", img, jpg));
+  const unsigned char exif[] = {0xFF, 0xE1, 0x00, 0x22, 'E', 'x', 'i', 'f', 0, 0,  // APP1, 34 B
+                                'I', 'I', 0x2A, 0x00, 0x08, 0x00, 0x00, 0x00,    // TIFF, IFD at 8
+                                0x01, 0x00,                                      // one entry
+                                0x12, 0x01, 0x03, 0x00, 0x01, 0x00, 0x00, 0x00,  // 0x0112 SHORT 1
+                                0x06, 0x00, 0x00, 0x00,                          // value 6
+                                0x00, 0x00, 0x00, 0x00};                         // no next IFD
+  std::ofstream out(Path("rot.jpg"), std::ios::binary);
+  out.write(reinterpret_cast<const char*>(jpg.data()), 2);  // SOI
+  out.write(reinterpret_cast<const char*>(exif), sizeof exif);
+  out.write(reinterpret_cast<const char*>(jpg.data()) + 2,
+            static_cast<std::streamsize>(jpg.size() - 2));
+  out.close();
+  EXPECT_EQ(LoadGrayImage(Path("rot.jpg")).size(), cv::Size(32, 64));  // turned upright
+  EXPECT_EQ(LoadGrayImageAsStored(Path("rot.jpg")).size(), cv::Size(64, 32));  // as COLMAP reads
+}
+
+TEST_F(BadInput, MasksOnAnyNonZeroColourAtAnyDepth) {
+  cv::Mat m16(8, 8, CV_16UC1, cv::Scalar(0));
+  m16.at<uint16_t>(2, 3) = 196;  // scaled to 8 bits this would be 0
+  ASSERT_TRUE(cv::imwrite(Path("m16.png"), m16));
+  cv::Mat on = LoadMaskImage(Path("m16.png"));
+  ASSERT_EQ(on.type(), CV_8UC1);
+  EXPECT_EQ(cv::countNonZero(on), 1);
+  EXPECT_EQ(on.at<uint8_t>(2, 3), 255);
+  cv::Mat bgr(8, 8, CV_8UC3, cv::Scalar(0, 0, 0));
+  bgr.at<cv::Vec3b>(5, 1) = cv::Vec3b(1, 0, 0);  // gray would round it to 0
+  ASSERT_TRUE(cv::imwrite(Path("m3.png"), bgr));
+  on = LoadMaskImage(Path("m3.png"));
+  EXPECT_EQ(cv::countNonZero(on), 1);
+  EXPECT_EQ(on.at<uint8_t>(5, 1), 255);
+}
+
+TEST(SiftMemory, ImagesTooLargeForMemoryAreRefusedWithTheSizeThatFits) {
+  const SiftOptions o;
+  const int64_t gib = int64_t{1} << 30;
+  // About 236 bytes a pixel with three layers an octave (measured: 11 GB for 48 Mpx).
+  EXPECT_NEAR(static_cast<double>(SiftMemoryEstimate(8000, 6000, o)) / (8000.0 * 6000.0), 236.0,
+              2.0);
+  EXPECT_NO_THROW(CheckSiftMemory(4000, 3000, o, 8 * gib));
+  EXPECT_NO_THROW(CheckSiftMemory(30000, 30000, o, -1));  // unknown: not checked
+  try {
+    CheckSiftMemory(30000, 30000, o, 8 * gib);
+    FAIL() << "a 900-megapixel image was let through with 8 GiB";
+  } catch (const ImageError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("30000 x 30000"), std::string::npos) << what;
+    EXPECT_NE(what.find("--max-image-size"), std::string::npos) << what;
+    // The size it names fits: its estimate is within the memory given.
+    const auto at = what.find("side of ");
+    ASSERT_NE(at, std::string::npos) << what;
+    const int side = std::stoi(what.substr(at + 8));
+    EXPECT_LE(SiftMemoryEstimate(side, side, o), 8 * gib);
+    EXPECT_GT(side, 1000);
+  }
+  EXPECT_GT(AvailableMemoryBytes(), 0);  // Linux: /proc/meminfo
+}
+
 TEST(Options, ChecksRejectBadValues) {
   std::string why;
   SiftOptions s;
@@ -104,8 +183,19 @@ TEST(Options, ChecksRejectBadValues) {
   VerifyOptions v;
   v.confidence = 1.5;
   EXPECT_FALSE(v.Check(&why));
+  m = MatchOptions{};
+  m.metric = core::Metric::kInnerProduct;  // negated dot products: the ratio test passes nothing
+  EXPECT_FALSE(m.Check(&why));
+  m.filter.ratio = 1;
+  EXPECT_TRUE(m.Check(&why)) << why;
+  s = SiftOptions{};
+  s.edge_threshold = std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(s.Check(&why));
   BackendOptions b;
   b.precision = "int4";
+  EXPECT_FALSE(b.Check(&why));
+  b = BackendOptions{};
+  b.select_algo = "bogus";
   EXPECT_FALSE(b.Check(&why));
   EXPECT_THROW(ParseBackendKind("tpu"), std::invalid_argument);
 }

@@ -403,11 +403,66 @@ TEST_F(BatchTest, PairListNamesPairs) {
   ASSERT_EQ(s.stage, BatchStage::kDone) << s.error;
   EXPECT_EQ(s.pairs_total, 2);
   EXPECT_EQ(s.pairs_verified, 1);
-  std::ofstream(dir + "/bad.txt") << "a_00.png nothere.png\n";
-  o.pairs = PairingOptions::Parse("list:" + dir + "/bad.txt");
-  const BatchSummary bad = RunBatch(o);
-  EXPECT_EQ(bad.stage, BatchStage::kFailed);
-  EXPECT_NE(bad.error.find("nothere.png"), std::string::npos) << bad.error;
+  // A list that cannot work is refused when the run starts, before any image is extracted.
+  auto refused = [&](const std::string& text, const std::string& fragment) {
+    std::ofstream(dir + "/bad.txt") << text;
+    o.database = dir + "/bad.db";
+    o.pairs = PairingOptions::Parse("list:" + dir + "/bad.txt");
+    BatchController c;
+    try {
+      c.Start(o);
+      c.Wait();
+      ADD_FAILURE() << "the list was accepted: " << text;
+    } catch (const BatchError& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(fs::exists(dir + "/bad.db")) << text;  // nothing done
+  };
+  refused("a_00.png nothere.png\n", "nothere.png");
+  refused("a_00.png a_00.png\n", "itself");
+  refused("a_00.png\n", "two image names");
+  refused("a_00.png a_01.png a_02.png\n", "two image names");
+}
+
+TEST_F(BatchTest, OtherMatchingSettingsAreRefused) {
+  // The reference database's matches were made with the ratio 0.8: a rerun asking for 0.7 would
+  // mix two settings in one database (the pairs done before are not matched again).
+  BatchOptions o = Options(folder_->dir, *reference_db_);
+  o.match.filter.ratio = 0.7f;
+  BatchController c;
+  try {
+    c.Start(o);
+    FAIL() << "expected BatchError";
+  } catch (const BatchError& e) {
+    EXPECT_NE(std::string(e.what()).find("other matching settings"), std::string::npos)
+        << e.what();
+  }
+  // The same settings, k aside (the filters read two neighbours), complete it as before.
+  o = Options(folder_->dir, *reference_db_);
+  o.match.k = 5;
+  const BatchSummary again = RunBatch(o);
+  EXPECT_EQ(again.stage, BatchStage::kDone) << again.error;
+  EXPECT_EQ(again.pairs_matched, 0);
+}
+
+TEST_F(BatchTest, LinksAreNamedAsLinksAndBrokenLinksAreListed) {
+  const std::string dir = TempDir("links");
+  fs::create_directories(dir + "/in/real");
+  fs::copy_file(test::Sample("box.png"), dir + "/in/real/a.png");
+  fs::copy_file(test::Sample("box_in_scene.png"), dir + "/in/b.png");
+  fs::create_symlink("real/a.png", dir + "/in/a_link.png");              // another image's file
+  fs::create_symlink(test::Sample("graf1.png"), dir + "/in/outside.png");  // a file elsewhere
+  fs::create_symlink("missing.png", dir + "/in/broken.png");
+  const BatchSummary s = RunBatch(Options(dir + "/in", dir + "/l.db"));
+  ASSERT_EQ(s.stage, BatchStage::kDone) << s.error;
+  ColmapDatabase db(dir + "/l.db", ColmapDatabase::Mode::kReadOnly);
+  std::set<std::string> names;
+  for (const auto& im : db.ReadImages()) names.insert(im.name);
+  EXPECT_EQ(names, (std::set<std::string>{"a_link.png", "b.png", "outside.png", "real/a.png"}));
+  bool listed = false;
+  for (const auto& f : s.ignored_files)
+    listed |= f.path.find("broken.png") != std::string::npos && f.reason == "broken symbolic link";
+  EXPECT_TRUE(listed);
 }
 
 TEST_F(BatchTest, OtherExtractionSettingsAreRefused) {

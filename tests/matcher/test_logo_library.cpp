@@ -174,6 +174,40 @@ TEST(LogoLibrary, RefusesDamagedFeaturesAndNewerSchema) {
   }
 }
 
+TEST(LogoLibrary, ADamagedLogoCanBeLeftOutAndRemoved) {
+  REQUIRE_SAMPLES();
+  TempDir dir;
+  const std::string db = dir.File("lib.db");
+  {
+    LogoLibrary lib = LogoLibrary::Create(db);
+    lib.AddFile(test::Sample("box.png"));
+    lib.AddFile(test::Sample("LinuxLogo.jpg"), "tux");
+  }
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw,
+                         "UPDATE logos SET features = substr(features, 1, 200) || "
+                         "x'DEADBEEF' || substr(features, 205) WHERE name = 'tux'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  EXPECT_THROW(LogoLibrary::Open(db), LogoLibraryError);
+  {
+    LogoLibrary lib = LogoLibrary::Open(db, true);
+    ASSERT_EQ(lib.size(), 1);
+    EXPECT_EQ(lib.List()[0].name, "box");
+    ASSERT_EQ(lib.Damaged().size(), 1u);
+    EXPECT_EQ(lib.Damaged()[0].first, "tux");
+    EXPECT_NE(lib.Damaged()[0].second.find("checksum"), std::string::npos);
+    EXPECT_THROW(lib.AddFile(test::Sample("WindowsLogo.jpg"), "tux"), LogoLibraryError);
+    EXPECT_TRUE(lib.Remove("tux"));
+    EXPECT_TRUE(lib.Damaged().empty());
+  }
+  LogoLibrary again = LogoLibrary::Open(db);  // whole again
+  EXPECT_EQ(again.size(), 1);
+  EXPECT_NO_THROW(again.AddFile(test::Sample("LinuxLogo.jpg"), "tux"));
+}
+
 // The CPU backend, noting the k of every search it is asked for.
 class KRecordingBackend : public core::KnnBackend {
  public:

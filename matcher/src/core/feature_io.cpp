@@ -101,12 +101,14 @@ std::string EncodeFeatures(const Features& f, const std::string& metadata) {
   return out;
 }
 
-Features DecodeFeatures(const void* data, std::size_t size, std::string* metadata,
-                        const std::string& what) {
+namespace {
+
+// Checks the header at p (at least kHeaderSize bytes, or all of a shorter file) of a file of
+// `size` bytes, up to the size it announces; returns the header. Throws FeatureFileError.
+Header CheckHeader(const uint8_t* p, std::size_t size, const std::string& what) {
   auto fail = [&](const std::string& why) -> FeatureFileError {
     return FeatureFileError(what + ": " + why);
   };
-  const auto* p = static_cast<const uint8_t*>(data);
   if (size < kHeaderSize + 4) {
     if (size >= 8 && std::memcmp(p, kMagic.data(), 8) == 0)
       throw fail("truncated feature file (" + std::to_string(size) + " bytes)");
@@ -139,6 +141,19 @@ Features DecodeFeatures(const void* data, std::size_t size, std::string* metadat
   if (size > expected)
     throw fail("feature file has " + std::to_string(size - expected) +
                " unexpected trailing bytes");
+  return h;
+}
+
+}  // namespace
+
+Features DecodeFeatures(const void* data, std::size_t size, std::string* metadata,
+                        const std::string& what) {
+  auto fail = [&](const std::string& why) -> FeatureFileError {
+    return FeatureFileError(what + ": " + why);
+  };
+  const auto* p = static_cast<const uint8_t*>(data);
+  const Header h = CheckHeader(p, size, what);
+  const auto type = static_cast<DescriptorType>(h.descriptor_type);
   uint32_t stored_crc;
   std::memcpy(&stored_crc, p + size - 4, 4);
   if (Crc32(p, size - 4) != stored_crc)
@@ -191,8 +206,20 @@ Features ReadFeatureFile(const std::string& path, std::string* metadata) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw FeatureFileError(path + ": no such file");
   if (std::filesystem::is_directory(path, ec)) throw FeatureFileError(path + ": is a directory");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw FeatureFileError(path + ": cannot read (" + ec.message() + ")");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FeatureFileError(path + ": cannot open for reading");
+  // The header first: a file that is not one, or whose size disagrees with its header, is
+  // refused before the rest of it is read.
+  {
+    std::string head(static_cast<std::size_t>(std::min<uintmax_t>(size, kHeaderSize + 4)), '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    if (!in) throw FeatureFileError(path + ": read error");
+    CheckHeader(reinterpret_cast<const uint8_t*>(head.data()), static_cast<std::size_t>(size),
+                path);
+    in.seekg(0);
+  }
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw FeatureFileError(path + ": read error");
   return DecodeFeatures(bytes.data(), bytes.size(), metadata, path);

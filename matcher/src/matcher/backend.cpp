@@ -37,6 +37,9 @@ bool BackendOptions::Check(std::string* why) const {
     return bad("GPU memory fraction must be in (0, 0.95]");
   if (precision != "exact" && precision != "fp32" && precision != "tf32" && precision != "fp16")
     return bad("precision must be exact, fp32, tf32 or fp16");
+  if (select_algo != "auto" && select_algo != "tbis" && select_algo != "merge-queue" &&
+      select_algo != "quick-multiselect" && select_algo != "sort")
+    return bad("GPU k-selection must be auto, tbis, merge-queue, quick-multiselect or sort");
   return true;
 }
 

@@ -174,6 +174,22 @@ PairOutput VerifyPair(const VerifyJob& job, const VerifyOptions& options) {
   return out;
 }
 
+// The matching settings a database's matches were made with, as stored beside them. k is left
+// out: the filters read two neighbours whatever it is.
+std::string BatchMatchSettings(const MatchOptions& m) {
+  const nlohmann::json j = {{"metric", core::MetricName(m.metric)},
+                            {"ratio", m.filter.ratio},
+                            {"mutual", m.filter.mutual},
+                            {"max_distance", m.filter.max_distance},
+                            {"model", GeometryModelName(m.verify.model)},
+                            {"usac", UsacMethodName(m.verify.method)},
+                            {"threshold", m.verify.threshold},
+                            {"confidence", m.verify.confidence},
+                            {"max_iterations", m.verify.max_iterations},
+                            {"min_inliers", m.verify.min_inliers}};
+  return j.dump();
+}
+
 bool IsVerifiedConfig(TwoViewConfig c) {
   return c == TwoViewConfig::kCalibrated || c == TwoViewConfig::kUncalibrated ||
          c == TwoViewConfig::kPlanar || c == TwoViewConfig::kPanoramic ||
@@ -266,11 +282,14 @@ struct BatchController::Impl {
           Extracted& r = results[t - begin];
           const auto& file = files[todo[t].first];
           try {
-            cv::Mat img = LoadGrayImage(file.path);
+            // The pixels as stored, as COLMAP reads them: an EXIF orientation is not applied,
+            // so that keypoints and camera sizes agree with what the reconstruction sees.
+            cv::Mat img = LoadGrayImageAsStored(file.path);
             r.features = ExtractFeatures(img, options.sift);
             r.ok = true;
           } catch (const ImageError& e) {
-            r.reason = e.what();
+            const std::string what = e.what();
+            r.reason = what.rfind(file.path + ":", 0) == 0 ? what : file.path + ": " + what;
           } catch (const cv::Exception& e) {
             r.reason = file.path + ": " + e.msg;
           } catch (const std::exception& e) {
@@ -362,6 +381,7 @@ struct BatchController::Impl {
         auto flush = [&] {
           if (pending.empty()) return;
           ColmapDatabase::Transaction tx(wdb);
+          wdb.SetSetting("match", BatchMatchSettings(options.match));
           for (const auto& p : pending) {
             wdb.WriteMatches(p.id1, p.id2, p.matches);
             wdb.WriteTwoViewGeometry(p.id1, p.id2, p.geometry);
@@ -396,7 +416,7 @@ struct BatchController::Impl {
                        [](const auto& x, const auto& y) { return x.second < y.second; });
       FeatureCache cache(db, static_cast<std::size_t>(options.cache_images));
       core::KnnParams params;
-      params.k = options.match.k;
+      params.k = std::min<int64_t>(options.match.k, 2);  // the filters read two neighbours
       params.metric = options.match.metric;
       params.threads = options.match.threads;
       const int64_t limit = options.max_pairs > 0 ? options.max_pairs : INT64_MAX;
@@ -608,11 +628,18 @@ void BatchController::Start(const BatchOptions& options) {
   im.summary.ignored_files.insert(im.summary.ignored_files.end(), im.query_scan.ignored.begin(),
                                   im.query_scan.ignored.end());
   if (options.pairs.mode == PairMode::kList) {
-    std::ifstream probe(options.pairs.list_file);
-    if (!probe) throw BatchError(options.pairs.list_file + ": cannot read the pair list");
+    // The list's lines and names are checked against the folder's images now, before any work
+    // (names of images that turn out unreadable are refused again once they are known).
+    std::vector<ColmapImage> named(im.scan.images.size());
+    for (std::size_t i = 0; i < named.size(); ++i) {
+      named[i].name = im.scan.images[i].name;
+      named[i].image_id = static_cast<int64_t>(i) + 1;
+    }
+    detail::GeneratePairs(options.pairs, named, {});
   }
 
-  // The database must be writable and hold features of the same extraction settings.
+  // The database must be writable and hold features of the same extraction settings, and
+  // matches made with the same matching settings: a rerun completes a run, it does not mix two.
   try {
     ColmapDatabase db(options.database, ColmapDatabase::Mode::kReadWrite);
     const auto stored = db.GetSetting("sift");
@@ -620,6 +647,10 @@ void BatchController::Start(const BatchOptions& options) {
       throw BatchError(options.database +
                        ": holds features extracted with other settings (" + *stored +
                        "); use the same extraction options or a new database");
+    const auto stored_match = db.GetSetting("match");
+    if (stored_match && *stored_match != BatchMatchSettings(options.match))
+      throw BatchError(options.database + ": holds matches made with other matching settings (" +
+                       *stored_match + "); use the same matching options or a new database");
   } catch (const DatabaseError& e) {
     throw BatchError(e.what());
   }

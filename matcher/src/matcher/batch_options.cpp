@@ -200,8 +200,15 @@ FolderScan ScanFolder(const std::string& folder, const std::string& root,
       if (!skip.empty() && fs::weakly_canonical(p, ec) == skip) it.disable_recursion_pending();
       continue;
     }
-    if (!it->is_regular_file(ec)) continue;
-    const std::string name = fs::weakly_canonical(p, ec).lexically_relative(base).generic_string();
+    if (!it->is_regular_file(ec)) {
+      if (it->is_symlink(ec)) scan.ignored.push_back({p.string(), "broken symbolic link"});
+      continue;
+    }
+    // The file's own name, under its folder's resolved path: a symbolic link is named as the
+    // link, not as its target (which may be another image of the folder, or lie outside it).
+    const std::string name = (fs::weakly_canonical(p.parent_path(), ec) / p.filename())
+                                 .lexically_relative(base)
+                                 .generic_string();
     if (HasImageExtension(leaf)) {
       scan.images.push_back({name, p.string()});
     } else {

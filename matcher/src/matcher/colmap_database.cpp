@@ -268,6 +268,11 @@ ColmapDatabase::ColmapDatabase(const std::string& path, Mode mode) : path_(path)
 ColmapDatabase::~ColmapDatabase() {
   if (!db_) return;
   if (in_transaction_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  // The write-ahead log is for the run; the file is left in the rollback-journal mode, whole in
+  // itself, so that it opens from read-only storage too. Best effort: another connection to the
+  // file keeps it in WAL mode, and nothing is lost either way.
+  if (sqlite3_db_readonly(db_, "main") == 0)
+    sqlite3_exec(db_, "PRAGMA journal_mode=DELETE", nullptr, nullptr, nullptr);
   sqlite3_close_v2(db_);
 }
 

@@ -358,6 +358,7 @@ struct LogoLibrary::Impl {
   LogoLibrarySettings settings;
   std::vector<LogoInfo> logos;              // ordered by id
   std::vector<core::Features> features;     // parallel to logos
+  std::vector<std::pair<std::string, std::string>> damaged;  // left out by Open: name, reason
   // The concatenated corpus: every logo's descriptors, in the order of `logos`.
   core::DescriptorMatrix corpus;
   std::vector<int32_t> row_logo;            // corpus row -> index into `logos`
@@ -449,7 +450,7 @@ LogoLibrary LogoLibrary::Create(const std::string& path, const LogoLibrarySettin
   return LogoLibrary(std::move(impl));
 }
 
-LogoLibrary LogoLibrary::Open(const std::string& path) {
+LogoLibrary LogoLibrary::Open(const std::string& path, bool skip_damaged) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec))
     throw LogoLibraryError("logo library " + path + " does not exist (add a logo to create it)");
@@ -488,19 +489,24 @@ LogoLibrary LogoLibrary::Open(const std::string& path) {
       info.num_features = s.Int(5);
       info.added = s.Text(6);
       core::Features f;
+      std::string damage;
       try {
         f = core::DecodeFeatures(s.Blob(7), s.BlobSize(7), nullptr,
                                  "features of logo '" + info.name + "'");
+        if (f.size() != info.num_features || f.descriptors.rows() != f.size())
+          damage = "logo '" + info.name + "' has inconsistent features";
+        else if (!impl->features.empty() &&
+                 (f.descriptors.type() != impl->features[0].descriptors.type() ||
+                  f.descriptors.dim() != impl->features[0].descriptors.dim()))
+          damage = "logo '" + info.name + "' has descriptors of another type than the rest";
       } catch (const core::FeatureFileError& e) {
-        throw LogoLibraryError(path + ": " + e.what());
+        damage = e.what();
       }
-      if (f.size() != info.num_features || f.descriptors.rows() != f.size())
-        throw LogoLibraryError(path + ": logo '" + info.name + "' has inconsistent features");
-      if (!impl->features.empty() &&
-          (f.descriptors.type() != impl->features[0].descriptors.type() ||
-           f.descriptors.dim() != impl->features[0].descriptors.dim()))
-        throw LogoLibraryError(path + ": logo '" + info.name +
-                               "' has descriptors of another type than the rest");
+      if (!damage.empty()) {
+        if (!skip_damaged) throw LogoLibraryError(path + ": " + damage);
+        impl->damaged.emplace_back(info.name, damage);
+        continue;
+      }
       impl->logos.push_back(std::move(info));
       impl->features.push_back(std::move(f));
     }
@@ -530,6 +536,10 @@ LogoInfo LogoLibrary::Add(const std::string& name, const cv::Mat& image,
   for (const auto& l : d.logos)
     if (l.name == name)
       throw LogoLibraryError("a logo named '" + name + "' is already in " + d.path +
+                             " (remove it first or choose another --name)");
+  for (const auto& b : d.damaged)
+    if (b.first == name)
+      throw LogoLibraryError("a damaged logo named '" + name + "' is in " + d.path +
                              " (remove it first or choose another --name)");
   if (image.empty() || image.depth() != CV_8U ||
       (image.channels() != 1 && image.channels() != 3 && image.channels() != 4))
@@ -628,13 +638,19 @@ bool LogoLibrary::Remove(const std::string& name) {
   Impl& d = *impl_;
   auto it = std::find_if(d.logos.begin(), d.logos.end(),
                          [&](const LogoInfo& l) { return l.name == name; });
-  if (it == d.logos.end()) return false;
+  auto bad = std::find_if(d.damaged.begin(), d.damaged.end(),
+                          [&](const auto& b) { return b.first == name; });
+  if (it == d.logos.end() && bad == d.damaged.end()) return false;
   {
     Transaction t(d.db.get());
     Stmt s(d.db.get(), "DELETE FROM logos WHERE name = ?");
     s.Bind(1, name);
     s.Step();
     t.Commit();
+  }
+  if (it == d.logos.end()) {  // a damaged logo: never in the corpus
+    d.damaged.erase(bad);
+    return true;
   }
   const auto i = static_cast<std::size_t>(it - d.logos.begin());
   d.logos.erase(d.logos.begin() + static_cast<std::ptrdiff_t>(i));
@@ -644,6 +660,9 @@ bool LogoLibrary::Remove(const std::string& name) {
 }
 
 std::vector<LogoInfo> LogoLibrary::List() const { return impl_->logos; }
+std::vector<std::pair<std::string, std::string>> LogoLibrary::Damaged() const {
+  return impl_->damaged;
+}
 int64_t LogoLibrary::size() const { return static_cast<int64_t>(impl_->logos.size()); }
 int64_t LogoLibrary::num_descriptors() const { return impl_->corpus.rows(); }
 

@@ -14,6 +14,12 @@ bool MatchOptions::Check(std::string* why) const {
   };
   if (k < 1) return bad("k must be >= 1");
   if (filter.ratio < 1.0f && k < 2) return bad("the ratio test needs k >= 2 (or --ratio 1)");
+  // Inner-product distances are negated dot products, below zero for any two similar
+  // descriptors, and a ratio of two of them says nothing of how distinct the nearest is: the
+  // filter would pass nothing.
+  if (filter.ratio < 1.0f && metric == core::Metric::kInnerProduct)
+    return bad("the ratio test needs non-negative distances, which the ip metric does not give: "
+               "use --ratio 1 with it, or the cosine metric");
   if (threads < 0) return bad("threads must be >= 0");
   if (!filter.Check(why)) return false;
   if (!verify.Check(why)) return false;
@@ -70,9 +76,9 @@ MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
   }
   const core::DescriptorMatrix& qa = masked ? da : a.descriptors;
   const core::DescriptorMatrix& qb = masked ? db : b.descriptors;
-  // Neighbours beyond the train image's features would be padding the filter never reads: a k
-  // far above them (--k 100000) would only cost memory.
-  p.k = std::min<int64_t>(p.k, std::max<int64_t>(qb.rows(), 2));
+  // The filter reads the first two neighbours of a feature and no more: a larger k (--k 100000)
+  // would cost time and memory for the same matches.
+  p.k = std::min<int64_t>(p.k, 2);
 
   core::Stopwatch sw;
   core::KnnResult fwd = backend.Search(qa, qb, p);

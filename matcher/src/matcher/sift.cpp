@@ -1,10 +1,15 @@
 #include "fm/matcher/sift.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <opencv2/features2d.hpp>
 #include <opencv2/imgproc.hpp>
+
+#include "fm/matcher/image.h"
 
 namespace fm::matcher {
 
@@ -17,7 +22,8 @@ bool SiftOptions::Check(std::string* why) const {
   if (octave_layers < 1 || octave_layers > 10) return bad("octave layers must be in 1..10");
   if (!(contrast_threshold > 0 && contrast_threshold < 1))
     return bad("contrast threshold must be in (0, 1)");
-  if (!(edge_threshold > 0)) return bad("edge threshold must be > 0");
+  if (!(edge_threshold > 0 && std::isfinite(edge_threshold)))
+    return bad("edge threshold must be a finite number > 0");
   if (!(sigma > 0 && sigma < 10)) return bad("sigma must be in (0, 10)");
   if (max_image_size < 0) return bad("max image size must be >= 0 (0 = keep the size)");
   return true;
@@ -47,6 +53,42 @@ core::DescriptorMatrix ToRootSift(const core::DescriptorMatrix& sift) {
       dst[j] = l1 > 0 ? static_cast<float>(std::sqrt(std::abs(row[j]) / l1)) : 0.0f;
   }
   return out;
+}
+
+int64_t SiftMemoryEstimate(int width, int height, const SiftOptions& options) {
+  // OpenCV's SIFT doubles the image first, then keeps octave_layers + 3 Gaussian and
+  // octave_layers + 2 difference images of 4-byte floats an octave, each octave a quarter of the
+  // one before: (2 * layers + 5) * 4 bytes * 4 pixels * 4 / 3 a source pixel, plus the input.
+  const double per_pixel = (2.0 * options.octave_layers + 5.0) * 4.0 * 4.0 * 4.0 / 3.0 + 1.0;
+  return static_cast<int64_t>(per_pixel * static_cast<double>(width) * height);
+}
+
+int64_t AvailableMemoryBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit) {
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  return -1;
+}
+
+void CheckSiftMemory(int width, int height, const SiftOptions& options, int64_t available) {
+  if (available <= 0) return;
+  const int64_t need = SiftMemoryEstimate(width, height, options);
+  if (need <= available) return;
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  const int longer = std::max(width, height);
+  // The longer side at which the estimate fits in half of what is available.
+  const int fits = std::max(
+      16, static_cast<int>(longer * std::sqrt(0.5 * static_cast<double>(available) / need)));
+  char msg[256];
+  std::snprintf(msg, sizeof msg,
+                "image of %d x %d pixels: SIFT would need about %.1f GiB of memory, %.1f GiB "
+                "available; downscale it to a longer side of %d or less (--max-image-size)",
+                width, height, need / gib, available / gib, fits);
+  throw ImageError(msg);
 }
 
 core::Features ExtractFeatures(const cv::Mat& image, const SiftOptions& options,
@@ -82,10 +124,28 @@ core::Features ExtractFeatures(const cv::Mat& image, const SiftOptions& options,
   cv::Mat desc;
   // SIFT needs a few pixels of border; tiny images simply have no features.
   if (work.cols >= 16 && work.rows >= 16) {
+    CheckSiftMemory(work.cols, work.rows, options, AvailableMemoryBytes());
     auto sift = cv::SIFT::create(options.max_features, options.octave_layers,
                                  options.contrast_threshold, options.edge_threshold, options.sigma,
                                  CV_8U);
     sift->detectAndCompute(work, work_mask, kps, desc);
+  }
+  // OpenCV keeps every keypoint tied with the N-th strongest; the option promises N.
+  if (options.max_features > 0 && static_cast<int>(kps.size()) > options.max_features) {
+    std::vector<int> order(kps.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int x, int y) { return kps[x].response > kps[y].response; });
+    order.resize(options.max_features);
+    std::sort(order.begin(), order.end());
+    std::vector<cv::KeyPoint> kept;
+    cv::Mat kept_desc(static_cast<int>(order.size()), desc.cols, desc.type());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      kept.push_back(kps[order[i]]);
+      desc.row(order[i]).copyTo(kept_desc.row(static_cast<int>(i)));
+    }
+    kps = std::move(kept);
+    desc = kept_desc;
   }
   const int32_t dim = 128;
   core::DescriptorMatrix d(core::DescriptorType::kUint8, static_cast<int64_t>(kps.size()), dim);

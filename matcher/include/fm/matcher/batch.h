@@ -109,7 +109,7 @@ struct BatchSummary {
   int64_t images_extracted = 0;  // in this run
   int64_t images_reused = 0;     // features already in the database
   std::vector<SkippedFile> bad_images;     // unreadable or corrupt: skipped
-  std::vector<SkippedFile> ignored_files;  // not images (by extension)
+  std::vector<SkippedFile> ignored_files;  // not images (by extension), broken links
 
   int64_t pairs_total = 0;       // pairs of this job
   int64_t pairs_previous = 0;    // already in the database when this run started

@@ -20,6 +20,7 @@
 #include <opencv2/core.hpp>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fm/core/filters.h"
@@ -130,7 +131,10 @@ class LogoLibrary {
   // Creates a new, empty library file (refuses to overwrite an existing file).
   static LogoLibrary Create(const std::string& path, const LogoLibrarySettings& settings = {});
   // Opens an existing library; checks that it is a featmatch logo library of a known version.
-  static LogoLibrary Open(const std::string& path);
+  // A logo whose stored features are damaged (checksum, size, type) makes it throw, or, with
+  // skip_damaged, is left out of the library and listed by Damaged(), so that the rest can be
+  // used and the damaged one removed.
+  static LogoLibrary Open(const std::string& path, bool skip_damaged = false);
   // Opens `path` when it exists, else creates it with `settings`.
   static LogoLibrary OpenOrCreate(const std::string& path,
                                   const LogoLibrarySettings& settings = {});
@@ -147,8 +151,10 @@ class LogoLibrary {
   LogoInfo Add(const std::string& name, const cv::Mat& image, const std::string& source = {});
   // Loads the image file and adds it; `name` empty = the file's stem.
   LogoInfo AddFile(const std::string& image_path, const std::string& name = {});
-  // Removes a logo by name; false when there is none of that name.
+  // Removes a logo by name (a damaged one too); false when there is none of that name.
   bool Remove(const std::string& name);
+  // Logos left out when the library was opened with skip_damaged: name and reason.
+  std::vector<std::pair<std::string, std::string>> Damaged() const;
   std::vector<LogoInfo> List() const;
   int64_t size() const;               // number of logos
   int64_t num_descriptors() const;    // rows of the concatenated library

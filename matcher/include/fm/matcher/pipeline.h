@@ -15,7 +15,7 @@
 namespace fm::matcher {
 
 struct MatchOptions {
-  int64_t k = 2;                           // neighbours searched per feature (>= 2 for ratio)
+  int64_t k = 2;                           // >= 2 for the ratio test (the filter reads two)
   core::Metric metric = core::Metric::kL2Squared;
   core::FilterOptions filter;
   VerifyOptions verify;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <opencv2/core.hpp>
+#include <cstdint>
 #include <string>
 
 #include "fm/core/types.h"
@@ -24,9 +25,19 @@ struct SiftOptions {
 // Extracts SIFT features from an 8-bit image (grayscale or BGR). Descriptors are uint8 (SIFT's
 // own 0..255 values) or float32 for RootSIFT. Keypoints are in the coordinates of `image` (even
 // when max_image_size downscales it). `mask` (optional, 8-bit, same size) limits detection.
-// An image with no features gives empty Features (not an error).
+// An image with no features gives empty Features (not an error). At most max_features features
+// (the strongest; OpenCV's ties at the N-th are cut). Throws ImageError when the image is too
+// large for the memory available (CheckSiftMemory).
 core::Features ExtractFeatures(const cv::Mat& image, const SiftOptions& options,
                                const cv::Mat& mask = cv::Mat());
+
+// Bytes SIFT (as ExtractFeatures runs it) is expected to hold for an image of width x height.
+int64_t SiftMemoryEstimate(int width, int height, const SiftOptions& options);
+// MemAvailable of /proc/meminfo in bytes; -1 where it cannot be read.
+int64_t AvailableMemoryBytes();
+// Throws ImageError, saying how far to downscale, when the estimate exceeds `available` bytes
+// (available <= 0: no check). ExtractFeatures calls it before SIFT runs.
+void CheckSiftMemory(int width, int height, const SiftOptions& options, int64_t available);
 
 // RootSIFT of uint8 SIFT descriptors (Arandjelovic & Zisserman 2012): L1 normalise, sqrt.
 core::DescriptorMatrix ToRootSift(const core::DescriptorMatrix& sift);
