@@ -199,7 +199,10 @@ int RunBatch(BatchArgs& args) {
     if (tty) std::fprintf(stderr, "\n");
   }
 
-  std::printf("featmatch batch: %s\n", matcher::BatchStageName(s.stage));
+  // A stop at --max-pairs is the run asked for, not a cancellation.
+  const bool at_limit = s.stage == matcher::BatchStage::kCancelled && !g_stop_signal;
+  std::printf("featmatch batch: %s\n",
+              at_limit ? "stopped at --max-pairs" : matcher::BatchStageName(s.stage));
   std::printf("  database: %s\n", s.database.c_str());
   std::printf("  backend:  %s\n", s.backend.c_str());
   std::printf("  images: %lld found, %lld extracted, %lld reused, %zu bad, %zu other files\n",
