@@ -174,20 +174,9 @@ PairOutput VerifyPair(const VerifyJob& job, const VerifyOptions& options) {
   return out;
 }
 
-// The matching settings a database's matches were made with, as stored beside them. k is left
-// out: the filters read two neighbours whatever it is.
+// The matching settings a database's matches were made with, as stored beside them.
 std::string BatchMatchSettings(const MatchOptions& m) {
-  const nlohmann::json j = {{"metric", core::MetricName(m.metric)},
-                            {"ratio", m.filter.ratio},
-                            {"mutual", m.filter.mutual},
-                            {"max_distance", m.filter.max_distance},
-                            {"model", GeometryModelName(m.verify.model)},
-                            {"usac", UsacMethodName(m.verify.method)},
-                            {"threshold", m.verify.threshold},
-                            {"confidence", m.verify.confidence},
-                            {"max_iterations", m.verify.max_iterations},
-                            {"min_inliers", m.verify.min_inliers}};
-  return j.dump();
+  return FilterAndVerifySettingsToJson(m).dump();
 }
 
 bool IsVerifiedConfig(TwoViewConfig c) {

@@ -107,18 +107,26 @@ MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
   return r;
 }
 
-nlohmann::json MatchSettingsToJson(const SiftOptions& sift, const MatchOptions& m,
-                                   const BackendOptions& backend) {
-  return {{"sift", nlohmann::json::parse(sift.ToJson())},
-          {"k", m.k},
-          {"metric", core::MetricName(m.metric)},
+nlohmann::json FilterAndVerifySettingsToJson(const MatchOptions& m) {
+  return {{"metric", core::MetricName(m.metric)},
           {"ratio", m.filter.ratio},
           {"mutual", m.filter.mutual},
           {"max_distance", m.filter.max_distance},
           {"model", GeometryModelName(m.verify.model)},
           {"usac", UsacMethodName(m.verify.method)},
           {"threshold", m.verify.threshold},
-          {"backend", BackendKindName(backend.kind)}};
+          {"confidence", m.verify.confidence},
+          {"max_iterations", m.verify.max_iterations},
+          {"min_inliers", m.verify.min_inliers}};
+}
+
+nlohmann::json MatchSettingsToJson(const SiftOptions& sift, const MatchOptions& m,
+                                   const BackendOptions& backend) {
+  nlohmann::json j = FilterAndVerifySettingsToJson(m);
+  j["sift"] = nlohmann::json::parse(sift.ToJson());
+  j["k"] = m.k;
+  j["backend"] = BackendKindName(backend.kind);
+  return j;
 }
 
 nlohmann::json MatchResultToJson(const MatchResult& result, const core::Features& a,

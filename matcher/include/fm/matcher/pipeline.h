@@ -57,7 +57,11 @@ MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
                           const MatchOptions& options, core::KnnBackend& backend,
                           const FeatureMasks* masks = nullptr);
 
-// The settings a match ran with, as the "settings" object of a match report (CLI and GUI).
+// The options that decide which matches a search keeps and verifies (metric, filters, model and
+// USAC settings; not k, of which the filters read two), as JSON.
+nlohmann::json FilterAndVerifySettingsToJson(const MatchOptions& match);
+// The settings a match ran with, as the "settings" object of a match report (CLI and GUI):
+// those above, the extraction settings, k and the backend.
 nlohmann::json MatchSettingsToJson(const SiftOptions& sift, const MatchOptions& match,
                                    const BackendOptions& backend);
 
