@@ -144,24 +144,29 @@ TEST(LogoLibrary, RefusesCorruptAndForeignFiles) {
   }
 }
 
+// Flips bytes in the middle of the stored features of the logos `where` selects (SQL, "" = all):
+// their checksum must catch it.
+void DamageStoredFeatures(const std::string& db, const std::string& where) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
+  const std::string sql =
+      "UPDATE logos SET features = substr(features, 1, 200) || x'DEADBEEF' || "
+      "substr(features, 205)" + where;
+  ASSERT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+}
+
 TEST(LogoLibrary, RefusesDamagedFeaturesAndNewerSchema) {
   REQUIRE_SAMPLES();
   TempDir dir;
   const std::string db = dir.File("lib.db");
   LogoLibrary::Create(db).AddFile(test::Sample("box.png"));
-  sqlite3* raw = nullptr;
-  ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
-  // Flip bytes in the middle of the stored features: the checksum must catch it.
-  ASSERT_EQ(sqlite3_exec(raw,
-                         "UPDATE logos SET features = substr(features, 1, 200) || "
-                         "x'DEADBEEF' || substr(features, 205)",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(raw);
+  DamageStoredFeatures(db, "");
   EXPECT_THROW(LogoLibrary::Open(db), LogoLibraryError);
 
   const std::string db2 = dir.File("newer.db");
   LogoLibrary::Create(db2);
+  sqlite3* raw = nullptr;
   ASSERT_EQ(sqlite3_open(db2.c_str(), &raw), SQLITE_OK);
   sqlite3_exec(raw, "UPDATE meta SET value = '99' WHERE key = 'schema_version'", nullptr, nullptr,
                nullptr);
@@ -183,14 +188,7 @@ TEST(LogoLibrary, ADamagedLogoCanBeLeftOutAndRemoved) {
     lib.AddFile(test::Sample("box.png"));
     lib.AddFile(test::Sample("LinuxLogo.jpg"), "tux");
   }
-  sqlite3* raw = nullptr;
-  ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(raw,
-                         "UPDATE logos SET features = substr(features, 1, 200) || "
-                         "x'DEADBEEF' || substr(features, 205) WHERE name = 'tux'",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(raw);
+  DamageStoredFeatures(db, " WHERE name = 'tux'");
   EXPECT_THROW(LogoLibrary::Open(db), LogoLibraryError);
   {
     LogoLibrary lib = LogoLibrary::Open(db, true);
