@@ -445,6 +445,27 @@ TEST_F(BatchTest, OtherMatchingSettingsAreRefused) {
   EXPECT_EQ(again.pairs_matched, 0);
 }
 
+TEST_F(BatchTest, AnImageReplacedUnderItsNameIsRefusedOnRerun) {
+  const std::string dir = TempDir("replaced");
+  fs::create_directories(dir + "/in");
+  fs::copy_file(test::Sample("box.png"), dir + "/in/a.png");
+  fs::copy_file(test::Sample("box_in_scene.png"), dir + "/in/b.png");
+  const BatchOptions o = Options(dir + "/in", dir + "/r.db");
+  ASSERT_EQ(RunBatch(o).stage, BatchStage::kDone);
+  const BatchSummary same = RunBatch(o);  // unchanged files: reused
+  ASSERT_EQ(same.stage, BatchStage::kDone) << same.error;
+  EXPECT_EQ(same.images_reused, 2);
+  fs::copy_file(test::Sample("graf1.png"), dir + "/in/a.png", fs::copy_options::overwrite_existing);
+  BatchController c;
+  try {
+    c.Start(o);
+    c.Wait();
+    ADD_FAILURE() << "a replaced image was reused";
+  } catch (const BatchError& e) {
+    EXPECT_NE(std::string(e.what()).find("a.png changed since"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(BatchTest, LinksAreNamedAsLinksAndBrokenLinksAreListed) {
   const std::string dir = TempDir("links");
   fs::create_directories(dir + "/in/real");

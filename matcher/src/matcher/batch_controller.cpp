@@ -174,6 +174,19 @@ PairOutput VerifyPair(const VerifyJob& job, const VerifyOptions& options) {
   return out;
 }
 
+// The key under which the database keeps the stamp of image `name`'s file as it was extracted.
+std::string SourceKey(const std::string& name) { return "source:" + name; }
+
+// A file's size and modification time: what a rerun compares to know that an image it would reuse
+// from the database is still the file it was extracted from.
+std::string SourceStamp(const std::string& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  const auto time = fs::last_write_time(path, ec);
+  return std::to_string(ec ? 0 : size) + " bytes, modified " +
+         std::to_string(ec ? 0 : time.time_since_epoch().count());
+}
+
 // The matching settings a database's matches were made with, as stored beside them.
 std::string BatchMatchSettings(const MatchOptions& m) {
   return FilterAndVerifySettingsToJson(m).dump();
@@ -312,6 +325,7 @@ struct BatchController::Impl {
         for (const auto& k : r.features.keypoints) kps.push_back(ToColmapKeypoint(k));
         db.WriteKeypoints(id, kps);
         db.WriteDescriptors(id, detail::ToColmapDescriptors(r.features.descriptors));
+        db.SetSetting(SourceKey(file.name), SourceStamp(file.path));
         found[todo[t].first] = ColmapImage{id, file.name, 0};
         ++summary.images_extracted;
       }
@@ -640,6 +654,18 @@ void BatchController::Start(const BatchOptions& options) {
     if (stored_match && *stored_match != BatchMatchSettings(options.match))
       throw BatchError(options.database + ": holds matches made with other matching settings (" +
                        *stored_match + "); use the same matching options or a new database");
+    // An image the run would reuse must still be the file it was extracted from: a file replaced
+    // under the same name would keep its old features, camera size and matches.
+    for (const auto* scan : {&im.scan, &im.query_scan}) {
+      for (const auto& file : scan->images) {
+        const auto stamp = db.GetSetting(SourceKey(file.name));
+        if (stamp && *stamp != SourceStamp(file.path))
+          throw BatchError(file.path + " changed since it was extracted into " +
+                           options.database + " (then " + *stamp + ", now " +
+                           SourceStamp(file.path) +
+                           "); restore it, or match the folder into a new database");
+      }
+    }
   } catch (const DatabaseError& e) {
     throw BatchError(e.what());
   }
