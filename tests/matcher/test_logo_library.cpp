@@ -8,6 +8,7 @@
 #include <fstream>
 #include <opencv2/imgproc.hpp>
 
+#include "fm/matcher/backend.h"
 #include "fm/matcher/image.h"
 #include "fm/matcher/logo_eval.h"
 #include "fm/matcher/logo_library.h"
@@ -204,6 +205,18 @@ TEST(LogoLibrary, ADamagedLogoCanBeLeftOutAndRemoved) {
   LogoLibrary again = LogoLibrary::Open(db);  // whole again
   EXPECT_EQ(again.size(), 1);
   EXPECT_NO_THROW(again.AddFile(test::Sample("LinuxLogo.jpg"), "tux"));
+}
+
+TEST(LogoEval, SharesOfNothingReadNotANumberInWords) {
+  REQUIRE_SAMPLES();
+  // Two scenes leave most of the report's bins empty: their shares are "n/a", not "nan %".
+  LogoEvalOptions o;
+  o.scenes = 2;
+  BackendOptions b;
+  b.kind = BackendKind::kCpu;
+  const LogoEvalReport rep = RunLogoEval(o, CreateKnnBackend(b));
+  EXPECT_EQ(rep.markdown.find("nan"), std::string::npos) << rep.markdown;
+  EXPECT_NE(rep.markdown.find("n/a (0)"), std::string::npos) << rep.markdown;
 }
 
 // The CPU backend, noting the k of every search it is asked for.

@@ -745,7 +745,13 @@ LogoEvalReport RunLogoEval(const LogoEvalOptions& o, std::unique_ptr<core::KnnBa
 
   std::ostringstream md;
   char buf[512];
-  auto pct = [](double v) { return 100.0 * v; };
+  // A share of nothing (no instance in a bin) is not a number; the table says so in words.
+  auto share = [](double v) {
+    if (std::isnan(v)) return std::string("n/a");
+    char s[32];
+    std::snprintf(s, sizeof s, "%.1f %%", 100.0 * v);
+    return std::string(s);
+  };
   md << "# Logo retrieval evaluation\n\n";
   std::snprintf(buf, sizeof buf,
                 "Seed %llu, %d scenes (%d with logos, %d without; %d of those with drawn text and "
@@ -757,34 +763,43 @@ LogoEvalReport RunLogoEval(const LogoEvalOptions& o, std::unique_ptr<core::KnnBa
                 cancelled ? " **Stopped before the end.**" : "");
   md << buf;
   md << "| metric | value | target |\n|---|---|---|\n";
-  std::snprintf(buf, sizeof buf, "| top-1 accuracy (positive scenes) | %.1f %% (%d / %d) | >= 95 %% |\n",
-                pct(rep.top1), top1, positives);
+  std::snprintf(buf, sizeof buf, "| top-1 accuracy (positive scenes) | %s (%d / %d) | >= 95 %% |\n",
+                share(rep.top1).c_str(), top1, positives);
   md << buf;
-  std::snprintf(buf, sizeof buf, "| precision (all detections) | %.1f %% (%d / %d) | |\n",
-                pct(rep.precision), tp, tp + fp);
+  std::snprintf(buf, sizeof buf, "| precision (all detections) | %s (%d / %d) | |\n",
+                share(rep.precision).c_str(), tp, tp + fp);
   md << buf;
-  std::snprintf(buf, sizeof buf, "| recall (all logo instances) | %.1f %% (%d / %d) | |\n",
-                pct(rep.recall), tp, gt_total);
+  std::snprintf(buf, sizeof buf, "| recall (all logo instances) | %s (%d / %d) | |\n",
+                share(rep.recall).c_str(), tp, gt_total);
   md << buf;
   std::snprintf(buf, sizeof buf,
-                "| false positive rate (negative scenes with any detection) | %.1f %% (%d / %d) | "
+                "| false positive rate (negative scenes with any detection) | %s (%d / %d) | "
                 "<= 2 %% |\n",
-                pct(rep.false_positive_rate), neg_with_fp, negatives);
+                share(rep.false_positive_rate).c_str(), neg_with_fp, negatives);
   md << buf;
-  std::snprintf(buf, sizeof buf, "| false positives per negative scene | %.3f | |\n",
-                rep.fp_per_negative);
+  if (std::isnan(rep.fp_per_negative)) {
+    std::snprintf(buf, sizeof buf, "| false positives per negative scene | n/a | |\n");
+  } else {
+    std::snprintf(buf, sizeof buf, "| false positives per negative scene | %.3f | |\n",
+                  rep.fp_per_negative);
+  }
   md << buf;
-  std::snprintf(buf, sizeof buf, "| median corner error (true detections) | %.2f px (p90 %.2f) | <= 5 px |\n",
-                rep.median_corner_error, Percentile(corner_err, 0.9));
+  if (corner_err.empty()) {
+    std::snprintf(buf, sizeof buf, "| median corner error (true detections) | n/a | <= 5 px |\n");
+  } else {
+    std::snprintf(buf, sizeof buf,
+                  "| median corner error (true detections) | %.2f px (p90 %.2f) | <= 5 px |\n",
+                  rep.median_corner_error, Percentile(corner_err, 0.9));
+  }
   md << buf;
   md << "\nRecall by logo width in the scene: ";
   for (int b = 0; b < 4; ++b) {
-    std::snprintf(buf, sizeof buf, "%s %.1f %% (%d)%s", bin_names[b], pct(frac(bin_tp[b], bin_gt[b])),
-                  bin_gt[b], b < 3 ? ", " : ".\n");
+    std::snprintf(buf, sizeof buf, "%s %s (%d)%s", bin_names[b],
+                  share(frac(bin_tp[b], bin_gt[b])).c_str(), bin_gt[b], b < 3 ? ", " : ".\n");
     md << buf;
   }
-  std::snprintf(buf, sizeof buf, "Recall of occluded instances: %.1f %% (%d).\n\n",
-                pct(frac(occ_tp, occ_gt)), occ_gt);
+  std::snprintf(buf, sizeof buf, "Recall of occluded instances: %s (%d).\n\n",
+                share(frac(occ_tp, occ_gt)).c_str(), occ_gt);
   md << buf;
   md << "| logo | instances | found | false detections |\n|---|---|---|---|\n";
   for (const auto& [n, v] : per_logo) {
