@@ -106,6 +106,8 @@ int RunAdd(AddArgs& args) {
   CheckOrThrow(args.settings, "library settings");
   if (!args.name.empty() && args.images.size() != 1)
     throw CLI::ValidationError("--name", "--name names one logo; give one image with it");
+  if (args.sub->count("--name") > 0 && args.name.empty())
+    throw CLI::ValidationError("--name", "the name is empty (leave --name out to use the file's)");
   const bool exists = fs::exists(args.library);
   if (exists && SiftOptionGiven(*args.sub))
     throw CLI::ValidationError(
@@ -180,7 +182,8 @@ int RunList(const ListArgs& args) {
                    {"features", l.num_features},
                    {"added", l.added}});
     nlohmann::json damaged = nlohmann::json::array();
-    for (const auto& [name, why] : lib.Damaged()) damaged.push_back({{"name", name}, {"error", why}});
+    for (const auto& [name, why] : lib.Damaged())
+      damaged.push_back({{"name", name}, {"error", why}});
     nlohmann::json out = {{"library", args.library},
                           {"settings", nlohmann::json::parse(lib.settings().sift.ToJson())},
                           {"descriptors", lib.num_descriptors()},
@@ -218,7 +221,9 @@ int RunRemove(const RemoveArgs& args) {
   }
   matcher::LogoLibrary& lib = *opened;
   int missing = 0;
+  std::set<std::string> asked;  // a name given twice is removed once
   for (const auto& n : args.names) {
+    if (!asked.insert(n).second) continue;
     if (lib.Remove(n)) {
       std::printf("removed '%s'\n", n.c_str());
     } else {
@@ -228,7 +233,7 @@ int RunRemove(const RemoveArgs& args) {
     }
   }
   if (missing == 0) return kExitOk;
-  return missing == static_cast<int>(args.names.size()) ? kExitBadInput : kExitPartial;
+  return missing == static_cast<int>(asked.size()) ? kExitBadInput : kExitPartial;
 }
 
 // ---- query --------------------------------------------------------------------------------------

@@ -182,6 +182,13 @@ TEST_F(Cli_, LogoAddThatAddsNothingLeavesNoLibrary) {
   EXPECT_TRUE(fs::exists(Path("lib.db")));
 }
 
+TEST_F(Cli_, LogoRemoveOfOneNameTwiceRemovesItOnce) {
+  ASSERT_EQ(Cli("logos add " + Path("lib.db") + " " + kData + "/box.png").code, 0);
+  auto r = Cli("logos remove " + Path("lib.db") + " box box");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(Cli("logos add " + Path("lib.db") + " " + kData + "/box.png --name ''").code, 2);
+}
+
 TEST_F(Cli_, LogoDrawingsOfScenesWithOneNameAreKeptApart) {
   ASSERT_EQ(Cli("logos add " + Path("lib.db") + " " + kData + "/box.png").code, 0);
   fs::create_directories(Path("a"));

@@ -207,6 +207,21 @@ TEST(LogoLibrary, ADamagedLogoCanBeLeftOutAndRemoved) {
   EXPECT_NO_THROW(again.AddFile(test::Sample("LinuxLogo.jpg"), "tux"));
 }
 
+TEST(LogoLibrary, RefusesBlankNamesAndFolders) {
+  REQUIRE_SAMPLES();
+  TempDir dir;
+  LogoLibrary lib = LogoLibrary::Create(dir.File("lib.db"));
+  for (const std::string name : {"  ", " box", "box "})
+    EXPECT_THROW(lib.AddFile(test::Sample("box.png"), name), LogoLibraryError) << name << ".";
+  EXPECT_EQ(lib.size(), 0);
+  try {
+    LogoLibrary::Open(dir.File(""));
+    FAIL() << "a folder was opened as a library";
+  } catch (const LogoLibraryError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a folder"), std::string::npos) << e.what();
+  }
+}
+
 TEST(LogoEval, SharesOfNothingReadNotANumberInWords) {
   REQUIRE_SAMPLES();
   // Two scenes leave most of the report's bins empty: their shares are "n/a", not "nan %".

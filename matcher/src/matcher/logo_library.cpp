@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <complex>
@@ -452,6 +453,8 @@ LogoLibrary LogoLibrary::Create(const std::string& path, const LogoLibrarySettin
 
 LogoLibrary LogoLibrary::Open(const std::string& path, bool skip_damaged) {
   std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw LogoLibraryError(path + " is a folder, not a logo library file");
   if (!fs::is_regular_file(path, ec))
     throw LogoLibraryError("logo library " + path + " does not exist (add a logo to create it)");
   auto impl = std::make_unique<Impl>();
@@ -532,7 +535,11 @@ LogoLibrary LogoLibrary::OpenOrCreate(const std::string& path,
 LogoInfo LogoLibrary::Add(const std::string& name, const cv::Mat& image,
                           const std::string& source) {
   Impl& d = *impl_;
-  if (name.empty()) throw LogoLibraryError("a logo needs a name");
+  if (name.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw LogoLibraryError("a logo needs a name (one that is not only spaces)");
+  if (std::isspace(static_cast<unsigned char>(name.front())) ||
+      std::isspace(static_cast<unsigned char>(name.back())))
+    throw LogoLibraryError("the logo name '" + name + "' starts or ends with a space");
   for (const auto& l : d.logos)
     if (l.name == name)
       throw LogoLibraryError("a logo named '" + name + "' is already in " + d.path +
