@@ -69,6 +69,7 @@ void FinishQueryOptions(matcher::LogoQueryOptions& q, const std::string& usac) {
     throw CLI::ValidationError("--usac", e.what());
   }
   CheckOrThrow(q, "query options");
+  LimitLibraryThreads(q.threads);
 }
 
 // Opens a library for a subcommand; a logo whose stored features are damaged is left out with a

@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include <opencv2/core.hpp>
+
 namespace fm::app {
 
 void AddSiftOptions(CLI::App& app, matcher::SiftOptions& o) {
@@ -30,6 +32,13 @@ void MatchCliOptions::Finish() {
     throw CLI::ValidationError("option", e.what());
   }
   CheckOrThrow(match, "matching options");
+  LimitLibraryThreads(match.threads);
+}
+
+void LimitLibraryThreads(int threads) {
+  // OpenCV's own loops (SIFT's pyramid, USAC) take every core unless told; --threads bounds them
+  // as it bounds featmatch's own workers.
+  if (threads > 0) cv::setNumThreads(threads);
 }
 
 void AddMatchOptions(CLI::App& app, MatchCliOptions& o) {

@@ -18,10 +18,14 @@ struct MatchCliOptions {
   std::string metric = "l2";
   std::string model = "homography";
   std::string usac = "magsac";
-  // Parses the string fields into `match`; throws CLI::ValidationError with a clear message.
+  // Parses the string fields into `match` (and bounds the libraries' threads by its --threads);
+  // throws CLI::ValidationError with a clear message.
   void Finish();
 };
 void AddMatchOptions(CLI::App& app, MatchCliOptions& o);
+
+// Bounds the threads OpenCV's own parallel loops take to `threads` (0: leaves them all).
+void LimitLibraryThreads(int threads);
 
 struct BackendCliOptions {
   matcher::BackendOptions backend;

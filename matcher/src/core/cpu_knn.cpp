@@ -83,7 +83,7 @@ class CpuKnnBackend final : public KnnBackend {
   std::string name() const override { return "cpu"; }
   std::string description() const override {
     return "cpu (" + std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
-           " threads, " + detail::GemmLibraryName() + " GEMM" +
+           " hardware threads, " + detail::GemmLibraryName() + " GEMM" +
            (integer_kernel_ ? ", AVX-512 VNNI for uint8 L2)" : ")");
   }
 
