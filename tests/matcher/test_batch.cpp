@@ -461,6 +461,26 @@ TEST_F(BatchTest, AnImageReplacedUnderItsNameIsRefusedOnRerun) {
   EXPECT_NE(why.find("a.png changed since"), std::string::npos) << "refusal: '" << why << "'";
 }
 
+TEST_F(BatchTest, AnotherApplicationsDatabaseIsNotTakenOver) {
+  const std::string dir = TempDir("foreign");
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open((dir + "/other.db").c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "CREATE TABLE logos(id INTEGER, name TEXT)", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  const std::string why = StartRefusal(Options(folder_->dir, dir + "/other.db"));
+  EXPECT_NE(why.find("none of COLMAP's"), std::string::npos) << "refusal: '" << why << "'";
+  ASSERT_EQ(sqlite3_open((dir + "/other.db").c_str(), &raw), SQLITE_OK);  // left as it was
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(raw, "SELECT count(*) FROM sqlite_master WHERE type='table'", -1, &st,
+                     nullptr);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), 1);
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
+}
+
 TEST_F(BatchTest, LinksAreNamedAsLinksAndBrokenLinksAreListed) {
   const std::string dir = TempDir("links");
   fs::create_directories(dir + "/in/real");

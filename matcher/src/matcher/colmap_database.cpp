@@ -247,6 +247,20 @@ ColmapDatabase::ColmapDatabase(const std::string& path, Mode mode) : path_(path)
     // Any statement fails here when the file is not an SQLite database.
     Exec("PRAGMA foreign_keys=ON");
     if (mode == Mode::kReadWrite) {
+      // An SQLite file holding other tables and none of COLMAP's (a logo library, an
+      // application's data) is not taken over: its owner did not mean it as a COLMAP database.
+      {
+        Stmt t(db_,
+               "SELECT count(*), sum(name IN ('cameras','images','keypoints','descriptors',"
+               "'matches','two_view_geometries')) FROM sqlite_master WHERE type='table' AND "
+               "name NOT LIKE 'sqlite_%'",
+               path_);
+        t.Step();
+        if (t.Int(0) > 0 && t.Int(1) == 0)
+          throw DatabaseError(path + ": an SQLite database of something else (" +
+                              std::to_string(t.Int(0)) +
+                              " tables, none of COLMAP's); choose a new database path");
+      }  // the statement is finalized: the journal mode cannot change inside its transaction
       Exec("PRAGMA journal_mode=WAL");
       Exec("PRAGMA synchronous=NORMAL");
       CreateSchema();
