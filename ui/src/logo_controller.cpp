@@ -134,10 +134,24 @@ void LogoController::SetBackend(const matcher::BackendOptions& options) {
 void LogoController::OpenLibrary(const QString& path, bool create) {
   Submit([this, path, create](State& s) {
     Post([this, path] { emit progress(tr("Opening %1").arg(QFileInfo(path).fileName())); });
+    // A logo whose stored features are damaged is left out, so that the rest of the library
+    // opens; the user is told which, and how to remove it.
     auto lib = std::make_unique<matcher::LogoLibrary>(
         create ? matcher::LogoLibrary::Create(path.toStdString())
-               : matcher::LogoLibrary::Open(path.toStdString()));
+               : matcher::LogoLibrary::Open(path.toStdString(), true));
+    const auto damaged = lib->Damaged();
     s.library = std::move(lib);
+    if (!damaged.empty()) {
+      QString list;
+      for (const auto& [name, why] : damaged)
+        list += QString("\n• %1").arg(QString::fromStdString(why));
+      const QString message =
+          tr("%n logo(s) of %1 could not be read and were left out; the others can be used.%2\n\n"
+             "Remove a damaged logo with: featmatch logos remove LIBRARY NAME",
+             nullptr, static_cast<int>(damaged.size()))
+              .arg(QFileInfo(path).fileName(), list);
+      Post([this, message] { emit failed(tr("Damaged logos"), message); });
+    }
     {
       std::lock_guard lock(s.backend_mutex);
       s.backend_dirty = true;

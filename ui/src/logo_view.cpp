@@ -73,7 +73,6 @@ LogoView::LogoView(QWidget* parent)
   connect(query_, &QAction::triggered, this, &LogoView::ChooseScenes);
   cancel_ = new QAction(st->standardIcon(QStyle::SP_MediaStop), tr("Cancel"), this);
   connect(cancel_, &QAction::triggered, controller_, &LogoController::CancelQuery);
-  addAction(remove_);
 
   auto* toolbar = new QToolBar;
   toolbar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
@@ -88,6 +87,9 @@ LogoView::LogoView(QWidget* parent)
 
   // Left: the logos and the query settings.
   logos_ = new QListWidget;
+  // Delete removes a logo only where the logos are: the key in the results table or a field does
+  // nothing to the library.
+  logos_->addAction(remove_);
   logos_->setObjectName("fm_logo_list");
   logos_->setViewMode(QListView::IconMode);
   logos_->setIconSize(QSize(96, 96));
@@ -358,7 +360,9 @@ void LogoView::UpdateActions() {
   problem_->setText(valid ? QString() : tr("Cannot query: %1").arg(QString::fromStdString(why)));
   add_->setEnabled(lib);
   remove_->setEnabled(lib && !logos_->selectedItems().isEmpty());
-  query_->setEnabled(lib && logos_->count() > 0 && valid);
+  // One query at a time: a second started while the first runs would interleave their scenes
+  // in the table (cancel the first, then query again).
+  query_->setEnabled(lib && logos_->count() > 0 && valid && !controller_->busy());
   cancel_->setEnabled(controller_->busy());
 }
 
@@ -369,6 +373,11 @@ void LogoView::AddLogos(const QStringList& files) { controller_->AddLogos(files)
 void LogoView::RemoveLogos(const QStringList& names) { controller_->RemoveLogos(names); }
 
 void LogoView::Query(const QStringList& scenes) {
+  if (controller_->busy()) {
+    Error(tr("Query"), tr("The library is busy (a query or a change is running): cancel it or "
+                          "wait for it, then query again."));
+    return;
+  }
   std::string why;
   const matcher::LogoQueryOptions o = queryOptions();
   if (!o.Check(&why)) {

@@ -487,7 +487,13 @@ bool MatchView::SaveDrawing(const QString& path, QString* why) const {
     QString ext = QFileInfo(path).suffix().toLower();
     if (ext.isEmpty()) ext = "png";
     std::vector<uchar> bytes;
-    if (!cv::imencode("." + ext.toStdString(), canvas, bytes)) {
+    // imencode throws for a type it has no encoder for (.gif): the same message as its refusal.
+    bool writable = false;
+    try {
+      writable = cv::haveImageWriter("x." + ext.toStdString());
+    } catch (const cv::Exception&) {
+    }
+    if (!writable || !cv::imencode("." + ext.toStdString(), canvas, bytes)) {
       if (why) *why = tr("OpenCV cannot encode images as .%1; use .png or .jpg.").arg(ext);
       return false;
     }
