@@ -145,6 +145,16 @@ TEST(LogoLibrary, RefusesCorruptAndForeignFiles) {
   }
 }
 
+// The message a library at `path` is refused with; empty when it opens.
+std::string OpenRefusal(const std::string& path) {
+  try {
+    LogoLibrary::Open(path);
+  } catch (const LogoLibraryError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // Flips bytes in the middle of the stored features of the logos `where` selects (SQL, "" = all):
 // their checksum must catch it.
 void DamageStoredFeatures(const std::string& db, const std::string& where) {
@@ -172,12 +182,8 @@ TEST(LogoLibrary, RefusesDamagedFeaturesAndNewerSchema) {
   sqlite3_exec(raw, "UPDATE meta SET value = '99' WHERE key = 'schema_version'", nullptr, nullptr,
                nullptr);
   sqlite3_close(raw);
-  try {
-    LogoLibrary::Open(db2);
-    FAIL() << "a newer schema was accepted";
-  } catch (const LogoLibraryError& e) {
-    EXPECT_NE(std::string(e.what()).find("version 99"), std::string::npos) << e.what();
-  }
+  const std::string why = OpenRefusal(db2);
+  EXPECT_NE(why.find("version 99"), std::string::npos) << "refusal: '" << why << "'";
 }
 
 TEST(LogoLibrary, ADamagedLogoCanBeLeftOutAndRemoved) {
@@ -214,12 +220,8 @@ TEST(LogoLibrary, RefusesBlankNamesAndFolders) {
   for (const std::string name : {"  ", " box", "box "})
     EXPECT_THROW(lib.AddFile(test::Sample("box.png"), name), LogoLibraryError) << name << ".";
   EXPECT_EQ(lib.size(), 0);
-  try {
-    LogoLibrary::Open(dir.File(""));
-    FAIL() << "a folder was opened as a library";
-  } catch (const LogoLibraryError& e) {
-    EXPECT_NE(std::string(e.what()).find("is a folder"), std::string::npos) << e.what();
-  }
+  const std::string why = OpenRefusal(dir.File(""));
+  EXPECT_NE(why.find("is a folder"), std::string::npos) << "refusal: '" << why << "'";
 }
 
 TEST(LogoEval, SharesOfNothingReadNotANumberInWords) {
