@@ -4,6 +4,7 @@
 
 #include <QAbstractItemModel>
 #include <QFile>
+#include <QLineEdit>
 #include <QTableView>
 #include <QTemporaryDir>
 
@@ -86,6 +87,32 @@ TEST_F(BatchViewTest, MatchesAFolderAndShowsThePairs) {
   ASSERT_TRUE(WaitRun(2));
   EXPECT_EQ(view_->lastSummary().pairs_previous, 6);
   EXPECT_EQ(view_->lastSummary().pairs_matched, 0);
+  EXPECT_EQ(view_->pairRows(), 6);
+}
+
+TEST_F(BatchViewTest, ADatabaseThatCannotBeShownChangesNothing) {
+  view_->Run();
+  ASSERT_TRUE(WaitRun(1)) << errors_.join("\n").toStdString();
+  ASSERT_EQ(view_->pairRows(), 6);
+  const QString text = dir_.filePath("notes.db");
+  {
+    QFile f(text);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write("these are notes, not a database");
+  }
+  view_->ShowDatabase(text);
+  ASSERT_TRUE(WaitFor([&] { return !errors_.isEmpty(); }));
+  EXPECT_TRUE(errors_[0].contains("notes.db")) << errors_[0].toStdString();
+  test::CloseErrorDialogs();
+  // The field Run writes to, the table and the summary are the run's still.
+  EXPECT_EQ(view_->findChild<QLineEdit*>("fm_batch_database")->text(), dir_.filePath("pairs.db"));
+  EXPECT_EQ(view_->pairRows(), 6);
+  EXPECT_EQ(view_->lastSummary().stage, matcher::BatchStage::kDone);
+  // A new job's table is empty until its own pairs arrive, not the last database's.
+  view_->SetDatabase(dir_.filePath("second.db"));
+  view_->Run();
+  EXPECT_EQ(view_->pairRows(), 0);
+  ASSERT_TRUE(WaitRun(2)) << errors_.join("\n").toStdString();
   EXPECT_EQ(view_->pairRows(), 6);
 }
 

@@ -51,7 +51,7 @@ BatchRunner::BatchRunner(QObject* parent)
     if (w.pairs) {
       emit pairsLoaded(w.database, w.pairs);
     } else {
-      emit failed(w.error_title, w.error);
+      emit loadFailed(w.database, w.error_title, w.error);
     }
   });
 }

@@ -296,6 +296,7 @@ BatchView::BatchView(const OptionsPanel* options, QWidget* parent)
   connect(runner_, &BatchRunner::pairsLoaded, this,
           [this](const QString& db, std::shared_ptr<const std::vector<matcher::PairResult>> pairs) {
             model_->Set(pairs);
+            database_->setText(db);
             int verified = 0;
             for (const auto& p : *pairs) verified += p.verified() ? 1 : 0;
             db_label_->setText(tr("Database: %1  ·  %2 pairs, %3 verified")
@@ -303,6 +304,10 @@ BatchView::BatchView(const OptionsPanel* options, QWidget* parent)
                                    .arg(pairs->size())
                                    .arg(verified));
             emit pairsShown(static_cast<int>(pairs->size()));
+          });
+  connect(runner_, &BatchRunner::loadFailed, this,
+          [this](const QString& db, const QString& t, const QString& m) {
+            Error(t, tr("%1 cannot be shown: %2").arg(QDir::toNativeSeparators(db), m));
           });
   connect(runner_, &BatchRunner::failed, this, [this](const QString& t, const QString& m) {
     stage_->setText(tr("Failed"));
@@ -402,6 +407,11 @@ void BatchView::Run() {
   s.setValue("batch/database", database_->text());
   s.setValue("batch/mode", mode_->currentData());
   s.setValue("batch/overlap", overlap_->value());
+  // The table shows the job's database from now on: the pairs of the one shown before would
+  // read as this job's while it runs.
+  model_->Set(nullptr);
+  db_label_->setText(
+      tr("Database: %1  ·  running").arg(QDir::toNativeSeparators(database_->text())));
   runner_->Start(o);
   UpdateActions();
 }
@@ -412,7 +422,8 @@ void BatchView::Cancel() {
 }
 
 void BatchView::ShowDatabase(const QString& database) {
-  database_->setText(database);
+  // The database field (what Run writes to) takes the file once its pairs are shown, not before:
+  // a file that is not a COLMAP database leaves the field, the table and the summary as they were.
   runner_->LoadPairs(database);
 }
 

@@ -35,6 +35,8 @@ class BatchRunner : public QObject {
   void pairsLoaded(const QString& database,
                    std::shared_ptr<const std::vector<fm::matcher::PairResult>> pairs);
   void failed(const QString& title, const QString& message);
+  // A database that LoadPairs could not read (the batch itself did not fail).
+  void loadFailed(const QString& database, const QString& title, const QString& message);
 
  private:
   struct Work {
