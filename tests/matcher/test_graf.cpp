@@ -116,3 +116,46 @@ TEST(Masks, MaskedMatchEqualsMatchOfTheAllowedSubsets) {
 
 }  // namespace
 }  // namespace fm::matcher
+
+#include "fm/matcher/draw.h"
+
+namespace fm::matcher {
+namespace {
+
+// Pixels of the drawing in the inlier colour (green well above red and blue).
+int GreenPixels(const cv::Mat& bgr) {
+  int n = 0;
+  for (int y = 0; y < bgr.rows; ++y)
+    for (int x = 0; x < bgr.cols; ++x) {
+      const cv::Vec3b p = bgr.at<cv::Vec3b>(y, x);
+      n += p[1] > 150 && p[0] < 100 && p[2] < 100;
+    }
+  return n;
+}
+
+TEST(Draw, OnlyAVerifiedModelHasInliersDrawn) {
+  const cv::Mat black(120, 120, CV_8UC3, cv::Scalar(0, 0, 0));
+  core::Features a, b;
+  for (int i = 0; i < 3; ++i) {
+    a.keypoints.push_back({20.f + 30 * i, 30.f, 4.f, 0.f, 1.f, 0});
+    b.keypoints.push_back({25.f + 30 * i, 80.f, 4.f, 0.f, 1.f, 0});
+  }
+  MatchResult r;
+  for (int i = 0; i < 3; ++i) {
+    core::Match m;
+    m.query = m.train = i;
+    r.matches.push_back(m);
+  }
+  r.verification.model = GeometryModel::kHomography;
+  r.verification.inliers = {1, 1, 0};
+  r.verification.num_inliers = 2;
+  r.verification.verified = true;
+  EXPECT_GT(GreenPixels(DrawMatchResult(black, black, a, b, r)), 50);
+  // The same agreement from a model that failed verification (fewer than min_inliers) is no
+  // inlier: nothing is drawn in the inlier colour.
+  r.verification.verified = false;
+  EXPECT_EQ(GreenPixels(DrawMatchResult(black, black, a, b, r)), 0);
+}
+
+}  // namespace
+}  // namespace fm::matcher

@@ -55,10 +55,11 @@ class MatchOverlay : public QGraphicsItem {
     bounds = r;
   }
 
-  // 0 = inlier, 1 = outlier, 2 = no verification ran.
+  // 0 = inlier, 1 = outlier, 2 = no verified model (none ran, or it failed verification: the
+  // points it agrees with are no inliers, as the batch stores none for it).
   int Kind(int i) const {
     const auto& v = outcome->result.verification;
-    if (v.model == matcher::GeometryModel::kNone || v.inliers.empty()) return 2;
+    if (v.model == matcher::GeometryModel::kNone || v.inliers.empty() || !v.verified) return 2;
     return v.inliers[static_cast<std::size_t>(i)] ? 0 : 1;
   }
   bool Visible(int i) const {

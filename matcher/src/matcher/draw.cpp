@@ -40,10 +40,13 @@ cv::Mat DrawMatchResult(const cv::Mat& image_a, const cv::Mat& image_b, const co
                  cv::LINE_AA, shift);
   }
   const auto& inl = result.verification.inliers;
+  // Only a verified model has inliers to show: the points a model that failed verification
+  // (fewer than min_inliers) agrees with are drawn as the rest, as the batch stores none for it.
+  const bool verified = result.verification.verified;
   // Outliers first so inliers are drawn on top.
   for (int pass = 0; pass < 2; ++pass) {
     for (std::size_t i = 0; i < result.matches.size(); ++i) {
-      const bool inlier = i < inl.size() && inl[i];
+      const bool inlier = verified && i < inl.size() && inl[i];
       if ((pass == 0) == inlier) continue;
       if (!inlier && !options.draw_outliers) continue;
       const auto& m = result.matches[i];

@@ -14,7 +14,8 @@ struct DrawOptions {
   int thickness = 1;
 };
 
-// Side-by-side image (A left, B right) with match lines coloured by inlier/outlier.
+// Side-by-side image (A left, B right) with match lines coloured by inlier/outlier (inliers of a
+// verified model only: when verification failed every match is drawn as an outlier).
 cv::Mat DrawMatchResult(const cv::Mat& image_a, const cv::Mat& image_b, const core::Features& a,
                         const core::Features& b, const MatchResult& result,
                         const DrawOptions& options = {});
