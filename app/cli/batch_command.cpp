@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "command.h"
+#include "fm/core/feature_io.h"
 #include "fm/matcher/batch.h"
 #include "options.h"
 #include "output.h"
@@ -127,7 +128,7 @@ void WriteSummary(const std::string& path, const matcher::BatchSummary& s) {
     out << JsonText(j) << "\n";
   }
   std::string why;
-  if (!WriteTextFile(path, out.str(), &why))
+  if (!core::WriteFileWhole(path, out.str(), &why))
     throw std::runtime_error("cannot write the summary " + path + ": " + why);
 }
 

@@ -45,12 +45,7 @@ int RunExtract(ExtractArgs& args) {
     core::Stopwatch sw;
     core::Features f;
     try {
-      const cv::Mat gray = matcher::LoadGrayImage(img);
-      try {
-        f = matcher::ExtractFeatures(gray, args.sift);
-      } catch (const matcher::ImageError& e) {
-        throw matcher::ImageError(img + ": " + e.what());
-      }
+      f = matcher::ExtractFeatures(matcher::LoadGrayImage(img), args.sift, cv::Mat(), img);
     } catch (const std::exception& e) {
       // An input that cannot be used is skipped; the message names it.
       std::string what = e.what();

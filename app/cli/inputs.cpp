@@ -29,11 +29,7 @@ LoadedInput LoadInput(const std::string& path, const matcher::SiftOptions& sift,
   if (need_color) in.image = matcher::LoadColorImage(path);
   in.load_ms = sw.ElapsedMs();
   sw.Reset();
-  try {
-    in.features = matcher::ExtractFeatures(gray, sift);
-  } catch (const matcher::ImageError& e) {
-    throw matcher::ImageError(path + ": " + e.what());
-  }
+  in.features = matcher::ExtractFeatures(gray, sift, cv::Mat(), path);
   in.extract_ms = sw.ElapsedMs();
   return in;
 }

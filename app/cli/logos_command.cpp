@@ -10,6 +10,7 @@
 #include <set>
 
 #include "command.h"
+#include "fm/core/feature_io.h"
 #include "fm/core/timer.h"
 #include "fm/matcher/image.h"
 #include "fm/matcher/logo_eval.h"
@@ -391,7 +392,7 @@ int RunEval(EvalArgs& args) {
     return kExitBadInput;
   }
   auto write = [](const std::string& path, const std::string& text) {
-    return WriteTextFile(path, text, nullptr);
+    return core::WriteFileWhole(path, text, nullptr);
   };
   if (!args.report.empty() && !write(args.report, JsonText(rep.json) + "\n")) {
     std::fprintf(stderr, "featmatch logos eval: cannot write %s\n", args.report.c_str());

@@ -70,12 +70,7 @@ int RunMatch(MatchArgs& args) {
       std::fprintf(stderr, "featmatch match: --draw needs images, not feature files\n");
       return kExitUsage;
     }
-    bool writable = false;
-    try {
-      writable = cv::haveImageWriter(args.draw);
-    } catch (const cv::Exception&) {
-    }
-    if (!writable) {
+    if (!matcher::CanWriteImage(args.draw)) {
       std::fprintf(stderr,
                    "featmatch match: --draw %s: no image format for that name (use .png or "
                    ".jpg)\n",
@@ -163,7 +158,8 @@ int RunMatch(MatchArgs& args) {
     }
   }
   std::string why;
-  if (!args.report.empty() && !WriteTextFile(args.report, JsonText(report) + "\n", &why)) {
+  if (!args.report.empty() &&
+      !core::WriteFileWhole(args.report, JsonText(report) + "\n", &why)) {
     std::fprintf(stderr, "featmatch match: cannot write report %s: %s\n", args.report.c_str(),
                  why.c_str());
     return kExitError;

@@ -1,15 +1,12 @@
-// Writing the CLI's outputs so that a failure is seen: files replaced whole or not at all, JSON
-// that stays valid for any file name, stdout checked after it is written.
+// Writing the CLI's outputs so that a failure is seen (files are written whole or not at all by
+// core::WriteFileWhole): JSON that stays valid for any file name, stdout checked after it is
+// written, output folders checked before the work.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 
 namespace fm::app {
-
-// Writes `text` to path by way of a temporary file beside it, renamed over path once complete.
-// Returns false with the reason in *why (and no file left behind) when any step fails.
-bool WriteTextFile(const std::string& path, const std::string& text, std::string* why);
 
 // The JSON text of j, indented; bytes of a name that are not UTF-8 (a file name on Linux may
 // hold any) become U+FFFD instead of making the dump throw.

@@ -94,10 +94,15 @@ TEST_F(BadInput, OnePixelImage) {
 }
 
 TEST_F(BadInput, TruncatedJpeg) {
-  if (!test::HaveSamples()) GTEST_SKIP() << "OpenCV sample data (opencv-doc) not installed";
-  std::ifstream in(test::Sample("building.jpg"), std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // A JPEG made here (noise compresses poorly: tens of kilobytes), no sample file needed.
+  cv::Mat noise(200, 300, CV_8UC3);
+  cv::randu(noise, 0, 255);
+  std::vector<uchar> jpg;
+  ASSERT_TRUE(cv::imencode(".jpg", noise, jpg));
+  const std::string bytes(jpg.begin(), jpg.end());
   ASSERT_GT(bytes.size(), 20000u);
+  std::ofstream(Path("whole.jpg"), std::ios::binary) << bytes;
+  ASSERT_FALSE(LoadGrayImage(Path("whole.jpg")).empty());  // the whole file loads
   // libjpeg would decode it with a warning and gray rows; the loader refuses it.
   for (std::size_t keep : {bytes.size() / 3, bytes.size() - 2}) {
     std::ofstream(Path("cut.jpg"), std::ios::binary) << bytes.substr(0, keep);
@@ -167,6 +172,12 @@ TEST(SiftMemory, ImagesTooLargeForMemoryAreRefusedWithTheSizeThatFits) {
     const int side = std::stoi(what.substr(at + 8));
     EXPECT_LE(SiftMemoryEstimate(side, side, o), 8 * gib);
     EXPECT_GT(side, 1000);
+  }
+  try {
+    CheckSiftMemory(30000, 30000, o, 8 * gib, "big.png");
+    FAIL() << "refused above, let through with a name";
+  } catch (const ImageError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("big.png: image of 30000 x 30000", 0), 0u) << e.what();
   }
   EXPECT_GT(AvailableMemoryBytes(), 0);  // Linux: /proc/meminfo
 }

@@ -20,6 +20,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "fm/matcher/draw.h"
+#include "fm/matcher/image.h"
 #include "fm/ui/error_dialog.h"
 #include "fm/ui/match_canvas.h"
 #include "fm/ui/options_panel.h"
@@ -488,12 +489,8 @@ bool MatchView::SaveDrawing(const QString& path, QString* why) const {
     if (ext.isEmpty()) ext = "png";
     std::vector<uchar> bytes;
     // imencode throws for a type it has no encoder for (.gif): the same message as its refusal.
-    bool writable = false;
-    try {
-      writable = cv::haveImageWriter("x." + ext.toStdString());
-    } catch (const cv::Exception&) {
-    }
-    if (!writable || !cv::imencode("." + ext.toStdString(), canvas, bytes)) {
+    if (!matcher::CanWriteImage("x." + ext.toStdString()) ||
+        !cv::imencode("." + ext.toStdString(), canvas, bytes)) {
       if (why) *why = tr("OpenCV cannot encode images as .%1; use .png or .jpg.").arg(ext);
       return false;
     }

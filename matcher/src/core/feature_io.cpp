@@ -3,6 +3,7 @@
 #include "fm/core/feature_io.h"
 
 #include <array>
+#include <cerrno>
 #include <bit>
 #include <cstdio>
 #include <cstring>
@@ -180,26 +181,38 @@ Features DecodeFeatures(const void* data, std::size_t size, std::string* metadat
   return f;
 }
 
-void WriteFeatureFile(const std::string& path, const Features& features,
-                      const std::string& metadata) {
-  const std::string bytes = EncodeFeatures(features, metadata);
-  const std::string tmp = path + ".tmp";
+bool WriteFileWhole(const std::string& path, const std::string& bytes, std::string* why) {
+  namespace fs = std::filesystem;
+  auto fail = [&](const std::string& reason, const std::string& tmp) {
+    std::error_code ec;
+    if (!tmp.empty()) fs::remove(tmp, ec);
+    if (why) *why = reason;
+    return false;
+  };
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  const bool in_place = fs::exists(status) && !fs::is_regular_file(status);
+  const std::string tmp = in_place ? std::string() : path + ".tmp";
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw FeatureFileError(path + ": cannot open for writing");
+    std::ofstream out(in_place ? path : tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return fail(std::string("cannot open for writing: ") + std::strerror(errno), tmp);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw FeatureFileError(path + ": write failed (disk full?)");
-    }
+    if (!out) return fail("write failed (disk full?)", tmp);
+    out.close();
+    if (!out) return fail("write failed on close (disk full?)", tmp);
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw FeatureFileError(path + ": cannot rename temporary file: " + ec.message());
-  }
+  if (in_place) return true;
+  fs::rename(tmp, path, ec);
+  if (ec) return fail("cannot replace it: " + ec.message(), tmp);
+  return true;
+}
+
+void WriteFeatureFile(const std::string& path, const Features& features,
+                      const std::string& metadata) {
+  std::string why;
+  if (!WriteFileWhole(path, EncodeFeatures(features, metadata), &why))
+    throw FeatureFileError(path + ": " + why);
 }
 
 Features ReadFeatureFile(const std::string& path, std::string* metadata) {

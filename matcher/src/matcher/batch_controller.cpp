@@ -287,11 +287,10 @@ struct BatchController::Impl {
             // The pixels as stored, as COLMAP reads them: an EXIF orientation is not applied,
             // so that keypoints and camera sizes agree with what the reconstruction sees.
             cv::Mat img = LoadGrayImageAsStored(file.path);
-            r.features = ExtractFeatures(img, options.sift);
+            r.features = ExtractFeatures(img, options.sift, cv::Mat(), file.path);
             r.ok = true;
           } catch (const ImageError& e) {
-            const std::string what = e.what();
-            r.reason = what.rfind(file.path + ":", 0) == 0 ? what : file.path + ": " + what;
+            r.reason = e.what();  // names the file
           } catch (const cv::Exception& e) {
             r.reason = file.path + ": " + e.msg;
           } catch (const std::exception& e) {
@@ -659,10 +658,11 @@ void BatchController::Start(const BatchOptions& options) {
     for (const auto* scan : {&im.scan, &im.query_scan}) {
       for (const auto& file : scan->images) {
         const auto stamp = db.GetSetting(SourceKey(file.name));
-        if (stamp && *stamp != SourceStamp(file.path))
+        if (!stamp) continue;
+        const std::string now = SourceStamp(file.path);
+        if (*stamp != now)
           throw BatchError(file.path + " changed since it was extracted into " +
-                           options.database + " (then " + *stamp + ", now " +
-                           SourceStamp(file.path) +
+                           options.database + " (then " + *stamp + ", now " + now +
                            "); restore it, or match the folder into a new database");
       }
     }

@@ -81,6 +81,14 @@ cv::Mat LoadGrayImageAsStored(const std::string& path) {
 
 cv::Mat LoadColorImage(const std::string& path) { return Load(path, cv::IMREAD_COLOR); }
 
+bool CanWriteImage(const std::string& path) {
+  try {
+    return cv::haveImageWriter(path);
+  } catch (const cv::Exception&) {
+    return false;  // OpenCV throws for a name it has no writer for at all
+  }
+}
+
 cv::Mat LoadMaskImage(const std::string& path) {
   const cv::Mat img = Decode(path, cv::IMREAD_UNCHANGED);
   std::vector<cv::Mat> planes;

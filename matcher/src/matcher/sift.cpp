@@ -74,7 +74,8 @@ int64_t AvailableMemoryBytes() {
   return -1;
 }
 
-void CheckSiftMemory(int width, int height, const SiftOptions& options, int64_t available) {
+void CheckSiftMemory(int width, int height, const SiftOptions& options, int64_t available,
+                     const std::string& name) {
   if (available <= 0) return;
   const int64_t need = SiftMemoryEstimate(width, height, options);
   if (need <= available) return;
@@ -88,11 +89,11 @@ void CheckSiftMemory(int width, int height, const SiftOptions& options, int64_t 
                 "image of %d x %d pixels: SIFT would need about %.1f GiB of memory, %.1f GiB "
                 "available; downscale it to a longer side of %d or less (--max-image-size)",
                 width, height, need / gib, available / gib, fits);
-  throw ImageError(msg);
+  throw ImageError(name.empty() ? std::string(msg) : name + ": " + msg);
 }
 
 core::Features ExtractFeatures(const cv::Mat& image, const SiftOptions& options,
-                               const cv::Mat& mask) {
+                               const cv::Mat& mask, const std::string& name) {
   std::string why;
   if (!options.Check(&why)) throw std::invalid_argument("SIFT options: " + why);
   if (image.empty()) throw std::invalid_argument("ExtractFeatures: empty image");
@@ -124,7 +125,7 @@ core::Features ExtractFeatures(const cv::Mat& image, const SiftOptions& options,
   cv::Mat desc;
   // SIFT needs a few pixels of border; tiny images simply have no features.
   if (work.cols >= 16 && work.rows >= 16) {
-    CheckSiftMemory(work.cols, work.rows, options, AvailableMemoryBytes());
+    CheckSiftMemory(work.cols, work.rows, options, AvailableMemoryBytes(), name);
     auto sift = cv::SIFT::create(options.max_features, options.octave_layers,
                                  options.contrast_threshold, options.edge_threshold, options.sigma,
                                  CV_8U);

@@ -16,7 +16,12 @@ class FeatureFileError : public std::runtime_error {
 
 inline constexpr uint32_t kFeatureFileVersion = 1;
 
-// Writes atomically (temporary file, then rename). Throws FeatureFileError on I/O failure.
+// Writes `bytes` to path whole or not at all: through a temporary file beside it, renamed over
+// path once complete (a device or a pipe, which cannot be replaced, is written in place). On any
+// failure returns false with the reason in *why and leaves no temporary file.
+bool WriteFileWhole(const std::string& path, const std::string& bytes, std::string* why);
+
+// Writes atomically (WriteFileWhole). Throws FeatureFileError on I/O failure.
 // `metadata` is free UTF-8 text kept with the file (featmatch stores the extraction settings and
 // the source image as JSON there).
 void WriteFeatureFile(const std::string& path, const Features& features,

@@ -22,6 +22,9 @@ cv::Mat LoadGrayImage(const std::string& path);
 cv::Mat LoadGrayImageAsStored(const std::string& path);
 // Loads an image in colour (BGR, 8-bit) for drawing. Throws ImageError.
 cv::Mat LoadColorImage(const std::string& path);
+// Whether OpenCV can encode an image file of that name (by its extension), without throwing.
+bool CanWriteImage(const std::string& path);
+
 // Loads a mask image as 8-bit 0 / 255: 255 where any colour channel is non-zero at its own depth
 // (8- or 16-bit, gray or colour; an alpha channel is not looked at). Throws ImageError.
 cv::Mat LoadMaskImage(const std::string& path);

@@ -27,17 +27,20 @@ struct SiftOptions {
 // when max_image_size downscales it). `mask` (optional, 8-bit, same size) limits detection.
 // An image with no features gives empty Features (not an error). At most max_features features
 // (the strongest; OpenCV's ties at the N-th are cut). Throws ImageError when the image is too
-// large for the memory available (CheckSiftMemory).
+// large for the memory available (CheckSiftMemory), its message led by `name` (the image's
+// file) when one is given.
 core::Features ExtractFeatures(const cv::Mat& image, const SiftOptions& options,
-                               const cv::Mat& mask = cv::Mat());
+                               const cv::Mat& mask = cv::Mat(), const std::string& name = {});
 
 // Bytes SIFT (as ExtractFeatures runs it) is expected to hold for an image of width x height.
 int64_t SiftMemoryEstimate(int width, int height, const SiftOptions& options);
 // MemAvailable of /proc/meminfo in bytes; -1 where it cannot be read.
 int64_t AvailableMemoryBytes();
 // Throws ImageError, saying how far to downscale, when the estimate exceeds `available` bytes
-// (available <= 0: no check). ExtractFeatures calls it before SIFT runs.
-void CheckSiftMemory(int width, int height, const SiftOptions& options, int64_t available);
+// (available <= 0: no check); the message is led by `name` when one is given. ExtractFeatures
+// calls it before SIFT runs.
+void CheckSiftMemory(int width, int height, const SiftOptions& options, int64_t available,
+                     const std::string& name = {});
 
 // RootSIFT of uint8 SIFT descriptors (Arandjelovic & Zisserman 2012): L1 normalise, sqrt.
 core::DescriptorMatrix ToRootSift(const core::DescriptorMatrix& sift);
