@@ -134,6 +134,7 @@ void WriteSummary(const std::string& path, const matcher::BatchSummary& s) {
 
 int RunBatch(BatchArgs& args) {
   args.match.Finish();
+  args.backend.backend.threads = args.match.match.threads;
   args.backend.Finish();
   CheckOrThrow(args.sift, "SIFT options");
   if (!args.summary.empty()) {

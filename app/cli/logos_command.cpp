@@ -253,6 +253,7 @@ struct QueryArgs {
 
 int RunQuery(QueryArgs& args) {
   FinishQueryOptions(args.query, args.usac);
+  args.backend.backend.threads = args.query.threads;
   args.backend.Finish();
   std::optional<matcher::LogoLibrary> opened;
   try {
@@ -367,6 +368,7 @@ struct EvalArgs {
 
 int RunEval(EvalArgs& args) {
   FinishQueryOptions(args.eval.query, args.usac);
+  args.backend.backend.threads = args.eval.query.threads;
   args.backend.Finish();
   CheckOrThrow(args.eval, "evaluation options");
   std::string note;

@@ -61,6 +61,7 @@ void PrintSummary(const MatchArgs& args, const LoadedInput& a, const LoadedInput
 
 int RunMatch(MatchArgs& args) {
   args.match.Finish();
+  args.backend.backend.threads = args.match.match.threads;
   args.backend.Finish();
   CheckOrThrow(args.sift, "SIFT options");
   // What would fail after the work is checked before it.

@@ -248,6 +248,20 @@ TEST_F(Cli_, UniformImageGivesAnEmptyResultNotAnError) {
   EXPECT_EQ(j["matches"].get<int>(), 0);
 }
 
+TEST_F(Cli_, ReportNamesTheThreadsAskedFor) {
+  // --threads 1 bounds the kNN search, and the report says one thread, not the machine's count.
+  auto r = Cli("match " + kData + "/graf1.png " + kData + "/graf3.png --backend cpu --threads 1 "
+               "--model none --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string backend = nlohmann::json::parse(r.out)["backend"];
+  EXPECT_NE(backend.find("(1 thread,"), std::string::npos) << backend;
+  r = Cli("match " + kData + "/graf1.png " + kData + "/graf3.png --backend cpu --threads 2 "
+          "--model none --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string two = nlohmann::json::parse(r.out)["backend"];
+  EXPECT_NE(two.find("(2 threads,"), std::string::npos) << two;
+}
+
 TEST_F(Cli_, GpuRequestedWithoutGpu) {
   // The child sees no GPU on any machine: an invalid first index hides every device.
   auto r = Cli("match " + kData + "/box.png " + kData + "/box_in_scene.png --backend gpu",

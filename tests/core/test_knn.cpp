@@ -1,7 +1,13 @@
 // CPU kNN backend against the brute-force reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <fstream>
+#include <string>
+#include <thread>
 #include <limits>
 #include <random>
 
@@ -272,6 +278,57 @@ TEST(CpuKnn, MoreThanTwoToThe31Pairs) {
   // The last query, whose output offset is the largest.
   auto last = BruteForceKnn(q.Slice(nq - 1, 1), c, p);
   EXPECT_EQ(r.index(nq - 1, 0), last.index(0, 0));
+}
+
+// Threads of this process now (Linux), or -1.
+int ProcessThreads() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  return -1;
+}
+
+TEST(CpuKnn, DescriptionNamesTheThreadsItsSearchesRunOn) {
+  // A user who asks for one thread reads one thread in the report, and the search takes no more.
+  CpuKnnOptions one;
+  one.threads = 1;
+  auto b = CreateCpuKnnBackend(one);
+  EXPECT_NE(b->description().find("(1 thread,"), std::string::npos) << b->description();
+  const auto q = RandomU8(4096, 128, 21), c = RandomU8(8192, 128, 22);
+  KnnParams p;
+  p.k = 2;
+  std::atomic<bool> searching{true};
+  std::atomic<int> most{0};
+  const int before = ProcessThreads();
+  std::thread watch([&] {
+    while (searching.load()) {
+      most = std::max(most.load(), ProcessThreads());
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  b->Search(q, c, p);  // params.threads = 0 (all) does not lift the backend's limit
+  searching = false;
+  watch.join();
+  EXPECT_NE(b->description().find("(1 thread,"), std::string::npos) << b->description();
+  if (before > 0) EXPECT_LE(most.load(), before + 1) << "the watcher is the one thread added";
+
+  // Two threads allowed: a large search takes both, and the description says two.
+  CpuKnnOptions two;
+  two.threads = 2;
+  auto b2 = CreateCpuKnnBackend(two);
+  EXPECT_NE(b2->description().find("(2 threads,"), std::string::npos) << b2->description();
+  b2->Search(q, c, p);
+  EXPECT_NE(b2->description().find("(2 threads,"), std::string::npos) << b2->description();
+  // A search's own limit lowers the backend's.
+  auto b3 = CreateCpuKnnBackend(two);
+  KnnParams p1 = p;
+  p1.threads = 1;
+  b3->Search(q, c, p1);
+  EXPECT_NE(b3->description().find("(1 thread,"), std::string::npos) << b3->description();
+  // A small search runs on the calling thread alone, and says so.
+  auto b4 = CreateCpuKnnBackend(two);
+  b4->Search(RandomU8(8, 128, 23), RandomU8(16, 128, 24), p);
+  EXPECT_NE(b4->description().find("(1 thread,"), std::string::npos) << b4->description();
 }
 
 }  // namespace

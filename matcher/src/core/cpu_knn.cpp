@@ -76,14 +76,19 @@ using detail::RowTopK;
 class CpuKnnBackend final : public KnnBackend {
  public:
   explicit CpuKnnBackend(const CpuKnnOptions& options)
-      : integer_kernel_(options.integer_kernels && detail::HaveUint8L2Kernel()) {
+      : integer_kernel_(options.integer_kernels && detail::HaveUint8L2Kernel()),
+        max_threads_(options.threads > 0 ? options.threads : HardwareThreads()) {
     detail::UseSingleThreadedBlas();
   }
 
   std::string name() const override { return "cpu"; }
   std::string description() const override {
-    return "cpu (" + std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
-           " hardware threads, " + detail::GemmLibraryName() + " GEMM" +
+    // What a user reads as "the threads it used": the limit before any search, then what the
+    // searches took (a --threads 1 run must not read as two threads).
+    const int used = threads_used_.load();
+    const int threads = used > 0 ? used : max_threads_;
+    return "cpu (" + std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") +
+           detail::GemmLibraryName() + " GEMM" +
            (integer_kernel_ ? ", AVX-512 VNNI for uint8 L2)" : ")");
   }
 
@@ -109,10 +114,15 @@ class CpuKnnBackend final : public KnnBackend {
 
     const Metric metric = params.metric;
     const int64_t d = queries.dim();
-    int threads = params.threads > 0 ? params.threads
-                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    int threads = params.threads > 0 ? std::min(params.threads, max_threads_) : max_threads_;
     // Small problems do not pay for threads.
     if (static_cast<double>(nq) * static_cast<double>(n) * static_cast<double>(d) < 2e6) threads = 1;
+    // Threads take blocks of queries: no more threads than blocks. The integer kernel's blocks
+    // are smaller, so it runs on exactly the number given here.
+    const int64_t blocks = (nq + kQueryBlock - 1) / kQueryBlock;
+    threads = static_cast<int>(std::clamp<int64_t>(threads, 1, blocks));
+    for (int seen = threads_used_.load(); seen < threads;)
+      if (threads_used_.compare_exchange_weak(seen, threads)) break;
     if (integer_kernel_ && metric == Metric::kL2Squared &&
         queries.type() == DescriptorType::kUint8) {
       detail::Uint8L2Knn(queries, corpus, k, threads, r);
@@ -120,8 +130,6 @@ class CpuKnnBackend final : public KnnBackend {
     }
     const Prepared q = Prepare(queries, metric);
     const Prepared c = Prepare(corpus, metric);
-    const int64_t blocks = (nq + kQueryBlock - 1) / kQueryBlock;
-    threads = static_cast<int>(std::min<int64_t>(threads, blocks));
 
     detail::RunBlocks(blocks, threads, [&](auto&& next) {
       std::vector<float> tile(static_cast<std::size_t>(kQueryBlock * kCorpusBlock));
@@ -160,7 +168,13 @@ class CpuKnnBackend final : public KnnBackend {
   }
 
  private:
+  static int HardwareThreads() {
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+
   bool integer_kernel_;
+  int max_threads_;                  // the most threads one search may take
+  std::atomic<int> threads_used_{0};  // the most threads a search has taken so far
 };
 
 }  // namespace

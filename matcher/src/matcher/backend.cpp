@@ -33,6 +33,7 @@ bool BackendOptions::Check(std::string* why) const {
     return false;
   };
   if (device < 0) return bad("GPU device must be >= 0");
+  if (threads < 0) return bad("threads must be >= 0");
   if (!(memory_fraction > 0 && memory_fraction <= 0.95))
     return bad("GPU memory fraction must be in (0, 0.95]");
   if (precision != "exact" && precision != "fp32" && precision != "tf32" && precision != "fp16")
@@ -65,8 +66,10 @@ std::unique_ptr<core::KnnBackend> CreateKnnBackend(const BackendOptions& options
   auto say = [&](const std::string& s) {
     if (note) *note = s;
   };
+  core::CpuKnnOptions cpu;
+  cpu.threads = options.threads;
   if (options.kind == BackendKind::kCpu) {
-    auto b = core::CreateCpuKnnBackend();
+    auto b = core::CreateCpuKnnBackend(cpu);
     say("backend: " + b->description() + " (requested)");
     return b;
   }
@@ -82,13 +85,13 @@ std::unique_ptr<core::KnnBackend> CreateKnnBackend(const BackendOptions& options
       throw std::runtime_error(std::string("GPU backend unavailable: ") + e.what());
     gpu_error = e.what();
   }
-  auto b = core::CreateCpuKnnBackend();
+  auto b = core::CreateCpuKnnBackend(cpu);
   say("backend: " + b->description() + " (auto: no usable GPU: " + gpu_error + ")");
   return b;
 #else
   if (options.kind == BackendKind::kGpu)
     throw std::runtime_error("GPU backend unavailable: this build has no CUDA support");
-  auto b = core::CreateCpuKnnBackend();
+  auto b = core::CreateCpuKnnBackend(cpu);
   say("backend: " + b->description() + " (auto: this build has no CUDA support)");
   return b;
 #endif

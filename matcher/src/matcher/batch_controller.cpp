@@ -561,6 +561,7 @@ struct BatchController::Impl {
       summary.stage = BatchStage::kFailed;
       summary.error = "unknown error";
     }
+    summary.backend = backend->description();  // the threads its searches ran on
     summary.total_seconds = clock.ElapsedMs() / 1000.0;
     Report(summary.stage, progress.done, progress.total, summary.match_seconds);
     std::lock_guard<std::mutex> lock(mu);

@@ -104,6 +104,7 @@ MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
   sw.Reset();
   r.verification = VerifyMatches(a.keypoints, b.keypoints, r.matches, options.verify);
   r.times.push_back({"verify", sw.ElapsedMs()});
+  r.backend = backend.description();  // after the searches: the threads they ran on
   return r;
 }
 

@@ -77,9 +77,14 @@ struct CpuKnnOptions {
   // Use the integer (AVX-512 VNNI) kernel for uint8 descriptors under squared L2 when the
   // processor has it; otherwise, and for every other case, float GEMM through BLAS.
   bool integer_kernels = true;
+  // Most threads one search runs on (0 = one per hardware thread); a search's
+  // KnnParams::threads lowers it further, never raises it.
+  int threads = 0;
 };
 
-// The multi-threaded CPU backend (BLAS GEMM or integer kernel + per-row selection).
+// The multi-threaded CPU backend (BLAS GEMM or integer kernel + per-row selection). Its
+// description names the threads its searches run on: the limit until a search has run, then the
+// most that any search used (small searches run on one).
 std::unique_ptr<KnnBackend> CreateCpuKnnBackend(const CpuKnnOptions& options = {});
 
 // Brute-force reference: double-precision distances, full sort. Slow; for tests.

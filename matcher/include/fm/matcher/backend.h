@@ -18,6 +18,7 @@ struct BackendOptions {
   std::string select_algo = "auto";  // GPU selection algorithm (see fm::gpu::ParseSelectAlgo)
   std::string precision = "exact";   // GPU scoring precision: exact, fp32, tf32, fp16
   double memory_fraction = 0.5;   // GPU memory budget as a fraction of free memory
+  int threads = 0;                // most threads a CPU search runs on (0 = every hardware thread)
 
   bool Check(std::string* why) const;
 };
