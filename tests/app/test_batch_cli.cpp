@@ -196,6 +196,34 @@ TEST_F(BatchCli, InterruptStopsCleanlyWithCode130) {
   EXPECT_NE(csv.find("pair,a_00.png,a_01.png,"), std::string::npos);
 }
 
+TEST_F(BatchCli, SecondWriterIsRefusedAndTheFirstFinishesIntact) {
+  const std::string dir = Dir("two_writers");
+  const std::string db = dir + "/w.db";
+  const int64_t n = static_cast<int64_t>(folder_->views.size());
+  // The second run starts while the first is extracting. On a loaded machine the first may be
+  // done before the second gets going (then the second finds everything done); that attempt is
+  // repeated from scratch.
+  bool met = false;
+  for (int attempt = 0; attempt < 4 && !met; ++attempt) {
+    for (const auto& p : {"", "-wal", "-shm"}) fs::remove(db + p);
+    const pid_t first = Spawn(Args(folder_->dir, db, {"--commit-every", "1"}), dir + "/1.txt");
+    ASSERT_TRUE(WaitForRows(first, db, "images", 1)) << ReadFile(dir + "/1.txt");
+    const int second = RunCli(Args(folder_->dir, db), dir + "/2.txt");
+    const int first_code = Finish(first);
+    const std::string log = ReadFile(dir + "/2.txt");
+    if (second != 3 && log.find(std::to_string(n) + " reused") != std::string::npos) continue;
+    met = true;
+    EXPECT_EQ(second, 3) << log;
+    EXPECT_NE(log.find("in use by another featmatch batch run"), std::string::npos) << log;
+    EXPECT_EQ(first_code, 5) << ReadFile(dir + "/1.txt");
+  }
+  ASSERT_TRUE(met) << "every first run ended before the second started";
+  EXPECT_EQ(fm::test::DumpDatabase(db), fm::test::DumpDatabase(*reference_));
+  // Once the first has ended, the same command runs (and has nothing left to do).
+  EXPECT_EQ(RunCli(Args(folder_->dir, db), dir + "/3.txt"), 5) << ReadFile(dir + "/3.txt");
+  EXPECT_EQ(fm::test::DumpDatabase(db), fm::test::DumpDatabase(*reference_));
+}
+
 TEST(BatchCliErrors, ClearMessages) {
   const std::string dir = Dir("errors");
   fs::create_directories(dir + "/empty");

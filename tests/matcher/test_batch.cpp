@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
 #include <thread>
 
@@ -348,6 +349,42 @@ TEST_F(BatchTest, CancelFromTheProgressCallbackThenResume) {
   const BatchSummary s = RunBatch(o);
   ASSERT_EQ(s.stage, BatchStage::kDone) << s.error;
   EXPECT_EQ(test::DumpDatabase(db), test::DumpDatabase(*reference_db_));
+}
+
+TEST_F(BatchTest, OneRunPerDatabaseAtATime) {
+  const std::string dir = TempDir("two_runs");
+  const std::string db = dir + "/d.db";
+  const BatchOptions o = Options(folder_->dir, db);
+  // The first run holds still in its first progress report, so the second surely meets it.
+  std::promise<void> go;
+  std::shared_future<void> gate = go.get_future().share();
+  BatchController first;
+  first.SetProgressCallback([gate](const BatchProgress&) { gate.wait(); });
+  first.Start(o);
+  std::string refusal = StartRefusal(o);
+  EXPECT_NE(refusal.find("in use by another featmatch batch run"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find(db), std::string::npos) << refusal;
+  // The same file under another name is the same database.
+  fs::create_symlink(db, dir + "/link.db");
+  refusal = StartRefusal(Options(folder_->dir, dir + "/link.db"));
+  EXPECT_NE(refusal.find("in use by another featmatch batch run"), std::string::npos) << refusal;
+  go.set_value();
+  first.Wait();
+  ASSERT_EQ(first.Summary().stage, BatchStage::kDone) << first.Summary().error;
+  EXPECT_EQ(test::DumpDatabase(db), test::DumpDatabase(*reference_db_));
+  // The lock ends with the run: nothing is left beside the database, and a rerun starts.
+  EXPECT_FALSE(fs::exists(db + "-featmatch.lock"));
+  EXPECT_EQ(StartRefusal(o), "");
+  EXPECT_EQ(test::DumpDatabase(db), test::DumpDatabase(*reference_db_));
+}
+
+TEST_F(BatchTest, ALockFileLeftByAKilledRunDoesNotBlock) {
+  // A run killed with SIGKILL leaves its lock file; the kernel released the lock with it.
+  const std::string db = TempDir("stale_lock") + "/s.db";
+  std::ofstream(db + "-featmatch.lock") << "999999\n";
+  EXPECT_EQ(StartRefusal(Options(folder_->dir, db)), "");
+  EXPECT_EQ(test::DumpDatabase(db), test::DumpDatabase(*reference_db_));
+  EXPECT_FALSE(fs::exists(db + "-featmatch.lock"));
 }
 
 TEST_F(BatchTest, BatchingLimitsDoNotChangeResults) {

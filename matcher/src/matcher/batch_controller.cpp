@@ -9,8 +9,14 @@
 //   writer: commits finished pairs every `commit_pairs` pairs or `commit_seconds`.
 // A pair is done when its two_view_geometries row exists; matches and geometry are written in the
 // same transaction, so a rerun redoes exactly the pairs that were not committed.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -23,6 +29,7 @@
 #include <opencv2/core.hpp>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "batch_internal.h"
 #include "fm/core/timer.h"
@@ -211,6 +218,79 @@ fs::path CommonRoot(const fs::path& a, const fs::path& b) {
   return out;
 }
 
+// One batch run per database at a time. Two runs would both extract the folder's images and match
+// the same pairs: the second fails on the first's rows halfway (SQLite's "UNIQUE constraint
+// failed"), or both spend the work twice. The lock is an flock() on a file beside the database,
+// not on the database itself: closing any descriptor of the database file would drop the POSIX
+// locks SQLite holds on it in this process. The kernel drops the lock when its holder dies
+// (kill -9), so a stale lock file never blocks a rerun.
+class RunLock {
+ public:
+  RunLock() = default;
+  // Throws BatchError when another run (of any process, or another controller of this one) holds
+  // the lock. Where no lock file can be made (a missing or read-only folder) it holds nothing:
+  // opening the database then fails with the message that says what is wrong.
+  explicit RunLock(const std::string& database) {
+    path_ = Normal(database).string() + "-featmatch.lock";
+    // The holder removes the file when it ends; a file opened just before that is not the one the
+    // next run locks, so the lock counts only when the path still names the locked file.
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) break;
+      if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        const int err = errno;
+        const std::string holder = ReadHolder(fd);
+        ::close(fd);
+        if (err != EWOULDBLOCK) break;  // a file system without locks: SQLite's own guard stays
+        throw BatchError(database + ": the database is in use by another featmatch batch run" +
+                         holder + "; wait for it to end (or stop it), or choose another --db");
+      }
+      struct stat held {}, named {};
+      if (::fstat(fd, &held) == 0 && ::stat(path_.c_str(), &named) == 0 &&
+          held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+        fd_ = fd;
+        const std::string pid = std::to_string(::getpid()) + "\n";
+        if (::ftruncate(fd_, 0) == 0 && ::write(fd_, pid.data(), pid.size()) < 0) {
+          // The process id is for the message of a refused run only.
+        }
+        return;
+      }
+      ::close(fd);
+    }
+    path_.clear();
+  }
+  ~RunLock() { Release(); }
+  RunLock(RunLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)), path_(std::move(o.path_)) {}
+  RunLock& operator=(RunLock&& o) noexcept {
+    if (this != &o) {
+      Release();
+      fd_ = std::exchange(o.fd_, -1);
+      path_ = std::move(o.path_);
+    }
+    return *this;
+  }
+
+  void Release() {
+    if (fd_ < 0) return;
+    ::unlink(path_.c_str());  // while still locked: see the constructor
+    ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  static std::string ReadHolder(int fd) {
+    char buf[32] = {};
+    const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    std::string pid(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) return "";
+    return " (process " + pid + ")";
+  }
+
+  int fd_ = -1;
+  std::string path_;
+};
+
 }  // namespace
 
 struct BatchController::Impl {
@@ -227,6 +307,7 @@ struct BatchController::Impl {
   detail::FolderScan scan, query_scan;
   std::unique_ptr<core::KnnBackend> backend;
   core::Stopwatch clock;
+  RunLock run_lock;  // held from Start until the run's connections are closed
 
   void Report(BatchStage stage, int64_t done, int64_t total, double stage_seconds) {
     BatchProgress p;
@@ -561,6 +642,7 @@ struct BatchController::Impl {
       summary.stage = BatchStage::kFailed;
       summary.error = "unknown error";
     }
+    run_lock.Release();  // every connection of the run is closed by now
     summary.backend = backend->description();  // the threads its searches ran on
     summary.total_seconds = clock.ElapsedMs() / 1000.0;
     Report(summary.stage, progress.done, progress.total, summary.match_seconds);
@@ -643,6 +725,7 @@ void BatchController::Start(const BatchOptions& options) {
 
   // The database must be writable and hold features of the same extraction settings, and
   // matches made with the same matching settings: a rerun completes a run, it does not mix two.
+  RunLock run_lock(options.database);
   try {
     ColmapDatabase db(options.database, ColmapDatabase::Mode::kReadWrite);
     const auto stored = db.GetSetting("sift");
@@ -679,6 +762,7 @@ void BatchController::Start(const BatchOptions& options) {
   }
   im.summary.backend = im.backend->description();
 
+  im.run_lock = std::move(run_lock);
   {
     std::lock_guard<std::mutex> lock(im.mu);
     im.running = true;
@@ -688,6 +772,7 @@ void BatchController::Start(const BatchOptions& options) {
   try {
     im.thread = std::thread([&im] { im.Run(); });
   } catch (...) {
+    im.run_lock.Release();
     std::lock_guard<std::mutex> lock(im.mu);
     im.running = false;
     throw;
