@@ -371,6 +371,15 @@ int RunEval(EvalArgs& args) {
   args.backend.backend.threads = args.eval.query.threads;
   args.backend.Finish();
   CheckOrThrow(args.eval, "evaluation options");
+  // The evaluation takes minutes: an output that cannot be written is said before it, not after.
+  for (const std::string* out : {&args.report, &args.markdown}) {
+    const std::string problem = out->empty() ? "" : OutputFolderProblem(*out);
+    if (!problem.empty()) {
+      std::fprintf(stderr, "featmatch logos eval: cannot write %s: %s\n", out->c_str(),
+                   problem.c_str());
+      return kExitError;
+    }
+  }
   std::string note;
   std::unique_ptr<core::KnnBackend> backend;
   try {
@@ -394,16 +403,13 @@ int RunEval(EvalArgs& args) {
     return kExitBadInput;
   }
   auto write = [](const std::string& path, const std::string& text) {
-    return core::WriteFileWhole(path, text, nullptr);
+    std::string why;
+    if (core::WriteFileWhole(path, text, &why)) return true;
+    std::fprintf(stderr, "featmatch logos eval: cannot write %s: %s\n", path.c_str(), why.c_str());
+    return false;
   };
-  if (!args.report.empty() && !write(args.report, JsonText(rep.json) + "\n")) {
-    std::fprintf(stderr, "featmatch logos eval: cannot write %s\n", args.report.c_str());
-    return kExitError;
-  }
-  if (!args.markdown.empty() && !write(args.markdown, rep.markdown)) {
-    std::fprintf(stderr, "featmatch logos eval: cannot write %s\n", args.markdown.c_str());
-    return kExitError;
-  }
+  if (!args.report.empty() && !write(args.report, JsonText(rep.json) + "\n")) return kExitError;
+  if (!args.markdown.empty() && !write(args.markdown, rep.markdown)) return kExitError;
   std::printf("%s", rep.markdown.c_str());
   return rep.cancelled ? kExitInterrupted : kExitOk;
 }

@@ -182,6 +182,16 @@ TEST_F(Cli_, LogoAddThatAddsNothingLeavesNoLibrary) {
   EXPECT_TRUE(fs::exists(Path("lib.db")));
 }
 
+TEST_F(Cli_, LogoEvalChecksItsOutputsBeforeTheWork) {
+  for (const char* opt : {"--report", "--markdown"}) {
+    auto r = Cli(std::string("logos eval --scenes 2 --seed 1 --backend cpu ") + opt + " " +
+                 Path("missing/out.file"));
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("scenes"), std::string::npos) << "the evaluation ran first: " << r.out;
+  }
+}
+
 TEST_F(Cli_, LogoRemoveOfOneNameTwiceRemovesItOnce) {
   ASSERT_EQ(Cli("logos add " + Path("lib.db") + " " + kData + "/box.png").code, 0);
   auto r = Cli("logos remove " + Path("lib.db") + " box box");
