@@ -1,5 +1,6 @@
 // Bad images: a clear error or an empty result, never a crash.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -49,6 +50,12 @@ TEST_F(BadInput, EmptyFileAndDirectory) {
   ExpectImageError(Path("empty.png"), "empty file");
   fs::create_directories(Path("dir.png"));
   ExpectImageError(Path("dir.png"), "directory");
+}
+
+TEST_F(BadInput, PipeNamedLikeAnImage) {
+  // A FIFO has no size to read; it is named for what it is, not "Operation not supported".
+  ASSERT_EQ(::mkfifo(Path("pipe.png").c_str(), 0600), 0);
+  ExpectImageError(Path("pipe.png"), "not a regular file");
 }
 
 TEST_F(BadInput, TruncatedPng) {

@@ -40,6 +40,9 @@ void CheckFile(const std::string& path) {
   if (path.empty()) throw ImageError("no image path given");
   if (!fs::exists(path, ec)) throw ImageError(path + ": no such file");
   if (fs::is_directory(path, ec)) throw ImageError(path + ": is a directory, not an image");
+  // A FIFO, socket or device is no image file (and reading a FIFO would wait for a writer).
+  if (!fs::is_regular_file(path, ec))
+    throw ImageError(path + ": not a regular file (a pipe, socket or device), not an image");
   const auto size = fs::file_size(path, ec);
   if (ec) throw ImageError(path + ": cannot read (" + ec.message() + ")");
   if (size == 0) throw ImageError(path + ": empty file");
