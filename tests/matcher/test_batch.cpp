@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,7 @@
 
 #include "fm/matcher/batch.h"
 #include "fm/matcher/colmap_database.h"
+#include "../../matcher/src/matcher/batch_internal.h"
 #include "test_batch_data.h"
 
 namespace fm::matcher {
@@ -84,6 +87,38 @@ class BatchTest : public ::testing::Test {
 test::BatchFolder* BatchTest::folder_ = nullptr;
 std::string* BatchTest::reference_db_ = nullptr;
 BatchSummary* BatchTest::reference_ = nullptr;
+
+TEST(MemoryBudget, ConcurrentExtractionsWaitForRoom) {
+  // Two images of 60 units under a budget of 100 do not run at once: the second waits.
+  detail::MemoryBudget budget(100);
+  budget.Acquire(60);
+  std::atomic<bool> second_started{false};
+  std::thread second([&] {
+    budget.Acquire(60);
+    second_started = true;
+    budget.Release(60);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(second_started.load()) << "both would hold 120 of 100";
+  EXPECT_EQ(budget.InUse(), 60);
+  budget.Release(60);
+  second.join();
+  EXPECT_TRUE(second_started.load());
+  EXPECT_EQ(budget.InUse(), 0);
+  // Small ones share the budget; one larger than all of it still runs when alone.
+  budget.Acquire(40);
+  budget.Acquire(40);
+  EXPECT_EQ(budget.InUse(), 80);
+  budget.Release(40);
+  budget.Release(40);
+  budget.Acquire(500);
+  budget.Release(500);
+  // An unknown amount of memory (capacity <= 0) bounds nothing.
+  detail::MemoryBudget unbounded(-1);
+  unbounded.Acquire(1000);
+  unbounded.Acquire(1000);
+  EXPECT_EQ(unbounded.InUse(), 2000);
+}
 
 TEST(ColmapPairId, FollowsColmapsRule) {
   EXPECT_EQ(ColmapPairId(1, 2), 2147483647LL + 2);

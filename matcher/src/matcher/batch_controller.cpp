@@ -181,6 +181,17 @@ PairOutput VerifyPair(const VerifyJob& job, const VerifyOptions& options) {
   return out;
 }
 
+// SIFT's memory estimate for an image as ExtractFeatures will run it (after --max-image-size).
+int64_t SiftWorkEstimate(int width, int height, const SiftOptions& sift) {
+  const int longer = std::max(width, height);
+  if (sift.max_image_size > 0 && longer > sift.max_image_size) {
+    const double scale = static_cast<double>(sift.max_image_size) / longer;
+    width = std::max(1, static_cast<int>(width * scale));
+    height = std::max(1, static_cast<int>(height * scale));
+  }
+  return SiftMemoryEstimate(width, height, sift);
+}
+
 // The key under which the database keeps the stamp of image `name`'s file as it was extracted.
 std::string SourceKey(const std::string& name) { return "source:" + name; }
 
@@ -293,6 +304,29 @@ class RunLock {
 
 }  // namespace
 
+namespace detail {
+
+void MemoryBudget::Acquire(int64_t bytes) {
+  std::unique_lock<std::mutex> lock(mu_);
+  freed_.wait(lock, [&] { return capacity_ <= 0 || in_use_ == 0 || in_use_ + bytes <= capacity_; });
+  in_use_ += bytes;
+}
+
+void MemoryBudget::Release(int64_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_use_ -= bytes;
+  }
+  freed_.notify_all();
+}
+
+int64_t MemoryBudget::InUse() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_use_;
+}
+
+}  // namespace detail
+
 struct BatchController::Impl {
   mutable std::mutex mu;
   std::condition_variable finished_cv;
@@ -350,6 +384,7 @@ struct BatchController::Impl {
       }
     }
     core::Stopwatch sw;
+    detail::MemoryBudget memory(AvailableMemoryBytes());
     const std::size_t chunk = static_cast<std::size_t>(std::max(2, 2 * threads));
     struct Extracted {
       bool ok = false;
@@ -368,7 +403,15 @@ struct BatchController::Impl {
             // The pixels as stored, as COLMAP reads them: an EXIF orientation is not applied,
             // so that keypoints and camera sizes agree with what the reconstruction sees.
             cv::Mat img = LoadGrayImageAsStored(file.path);
-            r.features = ExtractFeatures(img, options.sift, cv::Mat(), file.path);
+            const int64_t need = SiftWorkEstimate(img.cols, img.rows, options.sift);
+            memory.Acquire(need);
+            try {
+              r.features = ExtractFeatures(img, options.sift, cv::Mat(), file.path);
+            } catch (...) {
+              memory.Release(need);
+              throw;
+            }
+            memory.Release(need);
             r.ok = true;
           } catch (const ImageError& e) {
             r.reason = e.what();  // names the file
