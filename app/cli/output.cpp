@@ -17,9 +17,11 @@ bool PrintText(const std::string& text) {
 }
 
 std::string OutputFolderProblem(const std::string& path) {
+  std::error_code ec;
+  // A folder in the file's place would fail the write only after the work.
+  if (fs::is_directory(path, ec)) return path + " is a folder, not a file";
   const fs::path folder = fs::path(path).parent_path();
   if (folder.empty()) return "";
-  std::error_code ec;
   if (!fs::exists(folder, ec)) return "folder " + folder.string() + " does not exist";
   if (!fs::is_directory(folder, ec)) return folder.string() + " is not a folder";
   return "";

@@ -16,7 +16,7 @@ std::string JsonText(const nlohmann::json& j);
 bool PrintText(const std::string& text);
 
 // Where writing `path` would fail before any work is done: an empty string when its folder
-// exists, else the reason.
+// exists and the path is not itself a folder, else the reason.
 std::string OutputFolderProblem(const std::string& path);
 
 }  // namespace fm::app

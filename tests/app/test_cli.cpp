@@ -182,7 +182,7 @@ TEST_F(Cli_, LogoAddThatAddsNothingLeavesNoLibrary) {
   EXPECT_TRUE(fs::exists(Path("lib.db")));
 }
 
-TEST_F(Cli_, LogoEvalChecksItsOutputsBeforeTheWork) {
+TEST_F(Cli_, OutputsAreCheckedBeforeTheWork) {
   for (const char* opt : {"--report", "--markdown"}) {
     auto r = Cli(std::string("logos eval --scenes 2 --seed 1 --backend cpu ") + opt + " " +
                  Path("missing/out.file"));
@@ -190,6 +190,18 @@ TEST_F(Cli_, LogoEvalChecksItsOutputsBeforeTheWork) {
     EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("scenes"), std::string::npos) << "the evaluation ran first: " << r.out;
   }
+  // A folder where the file should go is refused before the work too.
+  fs::create_directories(Path("taken.json"));
+  auto r = Cli("logos eval --scenes 2 --seed 1 --backend cpu --report " + Path("taken.json"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("is a folder"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("scenes"), std::string::npos) << "the evaluation ran first: " << r.out;
+  fs::create_directories(Path("photos"));
+  fs::copy_file(kData + "/box.png", Path("photos/box.png"));
+  r = Cli("batch " + Path("photos") + " --db " + Path("b.db") + " --summary " + Path("taken.json"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("is a folder"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(Path("b.db"))) << "the batch ran first: " << r.out;
 }
 
 TEST_F(Cli_, LogoRemoveOfOneNameTwiceRemovesItOnce) {
