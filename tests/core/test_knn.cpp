@@ -329,6 +329,13 @@ TEST(CpuKnn, DescriptionNamesTheThreadsItsSearchesRunOn) {
   auto b4 = CreateCpuKnnBackend(two);
   b4->Search(RandomU8(8, 128, 23), RandomU8(16, 128, 24), p);
   EXPECT_NE(b4->description().find("(1 thread,"), std::string::npos) << b4->description();
+  // 60 queries are two of the integer kernel's work items (48 queries each) but one of the float
+  // path's (64): each path is given the threads it can use, and the description follows.
+  auto b5 = CreateCpuKnnBackend(two);
+  b5->Search(RandomU8(60, 128, 25), c, p);
+  const bool integer = b5->description().find("VNNI") != std::string::npos;
+  EXPECT_NE(b5->description().find(integer ? "(2 threads," : "(1 thread,"), std::string::npos)
+      << b5->description();
 }
 
 }  // namespace

@@ -117,17 +117,20 @@ class CpuKnnBackend final : public KnnBackend {
     int threads = params.threads > 0 ? std::min(params.threads, max_threads_) : max_threads_;
     // Small problems do not pay for threads.
     if (static_cast<double>(nq) * static_cast<double>(n) * static_cast<double>(d) < 2e6) threads = 1;
-    // Threads take blocks of queries: no more threads than blocks. The integer kernel's blocks
-    // are smaller, so it runs on exactly the number given here.
-    const int64_t blocks = (nq + kQueryBlock - 1) / kQueryBlock;
-    threads = static_cast<int>(std::clamp<int64_t>(threads, 1, blocks));
+    const bool integer = integer_kernel_ && metric == Metric::kL2Squared &&
+                         queries.type() == DescriptorType::kUint8;
+    // Threads take blocks of queries (each path its own size): no more threads than blocks, so
+    // that the count noted here is the one the search runs on.
+    const int64_t block_rows = integer ? detail::kUint8L2QueryBlock : kQueryBlock;
+    const int64_t query_blocks = (nq + block_rows - 1) / block_rows;
+    threads = static_cast<int>(std::clamp<int64_t>(threads, 1, query_blocks));
     for (int seen = threads_used_.load(); seen < threads;)
       if (threads_used_.compare_exchange_weak(seen, threads)) break;
-    if (integer_kernel_ && metric == Metric::kL2Squared &&
-        queries.type() == DescriptorType::kUint8) {
+    if (integer) {
       detail::Uint8L2Knn(queries, corpus, k, threads, r);
       return r;
     }
+    const int64_t blocks = (nq + kQueryBlock - 1) / kQueryBlock;
     const Prepared q = Prepare(queries, metric);
     const Prepared c = Prepare(corpus, metric);
 

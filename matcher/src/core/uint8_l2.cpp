@@ -28,7 +28,8 @@ namespace {
 constexpr int64_t kPanel = 16;         // corpus rows per packed panel (one zmm of int32)
 constexpr int64_t kMicroQ = 6;         // queries per micro-kernel
 constexpr int64_t kMicroC = 64;        // corpus rows per micro-kernel (4 panels)
-constexpr int64_t kQueryBlock = 48;    // queries per work item (multiple of kMicroQ)
+constexpr int64_t kQueryBlock = kUint8L2QueryBlock;  // queries per work item
+static_assert(kQueryBlock % kMicroQ == 0, "whole micro-kernels a work item");
 constexpr int64_t kCorpusBlock = 1024; // corpus rows per tile (multiple of kMicroC)
 
 struct PackedCorpus {

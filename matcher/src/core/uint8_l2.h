@@ -9,6 +9,10 @@
 
 namespace fm::core::detail {
 
+// Queries a work item of Uint8L2Knn takes (a multiple of its micro-kernel's 6): a search runs on
+// at most one thread per such block.
+inline constexpr int64_t kUint8L2QueryBlock = 48;
+
 // Whether this processor can run Uint8L2Knn.
 bool HaveUint8L2Kernel();
 
