@@ -7,8 +7,14 @@
 #include <QDropEvent>
 #include <QFile>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
+#include <QFileDialog>
+#include <QMessageBox>
 #include <QMimeData>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTimer>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QUrl>
@@ -265,6 +271,97 @@ TEST_F(LogoViewTest, DroppedLogosAreAddedAndDroppedScenesQueried) {
   ASSERT_EQ(view_->sceneResults().size(), 1u);
   ASSERT_FALSE(view_->sceneResults()[0]->result.detections.empty());
   EXPECT_EQ(view_->results()->item(0, 2)->text(), "box");
+}
+
+TEST_F(LogoViewTest, TheQuerySummaryStaysOnTheStatusLine) {
+  view_->OpenLibrary(dir_.filePath("summary.db"), true);
+  ASSERT_TRUE(Idle());
+  view_->AddLogos({QString::fromStdString(test::Sample("box.png"))});
+  ASSERT_TRUE(Idle());
+  view_->Query({QString::fromStdString(test::Sample("box_in_scene.png"))});
+  ASSERT_TRUE(WaitFor([&] { return queries_ == 1 && !view_->controller()->busy(); }));
+  auto* stage = view_->findChild<QLabel*>("fm_logo_stage");
+  ASSERT_NE(stage, nullptr);
+  // Still there once everything queued behind the query has been delivered.
+  WaitFor([] { return false; }, 200);
+  EXPECT_EQ(stage->text(), "1 scene(s) queried; 1 detection(s)") << stage->text().toStdString();
+}
+
+TEST_F(LogoViewTest, ThePreviewsFitTheirBoxesAfterEveryResize) {
+  // The detection is shown while the window is hidden (its labels not laid out yet).
+  window_->hide();
+  view_->OpenLibrary(dir_.filePath("fit.db"), true);
+  ASSERT_TRUE(Idle());
+  view_->AddLogos({QString::fromStdString(test::Sample("box.png"))});
+  ASSERT_TRUE(Idle());
+  view_->Query({QString::fromStdString(test::Sample("box_in_scene.png"))});
+  ASSERT_TRUE(WaitFor([&] { return queries_ == 1 && !view_->controller()->busy(); }));
+  ASSERT_FALSE(view_->sceneResults()[0]->result.detections.empty());
+  auto* logo = view_->findChild<QLabel*>("fm_logo_image");
+  ASSERT_NE(logo, nullptr);
+  ASSERT_FALSE(logo->pixmap().isNull());
+  window_->tabs()->setCurrentWidget(view_);
+  window_->show();
+  // The logo (wider than tall) fills its label's width, less the margin, or its height.
+  auto fits = [&] {
+    const QSize box = logo->size() - QSize(8, 8);
+    const QSize shown = logo->pixmap().size();
+    return std::abs(shown.width() - box.width()) <= 1 ||
+           std::abs(shown.height() - box.height()) <= 1;
+  };
+  EXPECT_TRUE(WaitFor(fits, 2000)) << logo->pixmap().width() << " in " << logo->width();
+  // A wider right-hand column: the preview grows with it.
+  QSplitter* splitter = nullptr;
+  for (auto* s : view_->findChildren<QSplitter*>())
+    if (s->orientation() == Qt::Horizontal) splitter = s;
+  ASSERT_NE(splitter, nullptr);
+  const int before = logo->width();
+  splitter->setSizes({250, 600, 400});
+  ASSERT_TRUE(WaitFor([&] { return logo->width() > before + 50; }, 2000));
+  EXPECT_TRUE(WaitFor(fits, 2000)) << logo->pixmap().width() << " in " << logo->width();
+}
+
+TEST_F(LogoViewTest, NewLibraryOnAnExistingFileAsksOnce) {
+  const QString existing = dir_.filePath("existing.db");
+  {
+    matcher::LogoLibrary lib = matcher::LogoLibrary::Create(existing.toStdString());
+    lib.AddFile(test::Sample("box.png"));
+  }
+  // Plays the user: picks the existing file in the file dialog, and answers every question box
+  // with its "open" choice (or "yes"), counting the questions.
+  QStringList questions;
+  QTimer user;
+  user.setInterval(20);
+  QObject::connect(&user, &QTimer::timeout, [&] {
+    QWidget* modal = QApplication::activeModalWidget();
+    if (auto* dialog = qobject_cast<QFileDialog*>(modal)) {
+      // Typed into the name field, as a user would (selectFile waits for the folder's listing).
+      if (auto* name = dialog->findChild<QLineEdit*>("fileNameEdit")) name->setText(existing);
+      QMetaObject::invokeMethod(dialog, "accept", Qt::QueuedConnection);
+    } else if (auto* box = qobject_cast<QMessageBox*>(modal)) {
+      questions << box->text();
+      QAbstractButton* answer = nullptr;
+      for (QAbstractButton* b : box->buttons())
+        if (b->text().contains("Open") || box->buttonRole(b) == QMessageBox::YesRole)
+          answer = b;
+      // Queued: the box's answer may open the next box, whose loop must not run inside this one.
+      if (answer) {
+        QMetaObject::invokeMethod(answer, "click", Qt::QueuedConnection);
+      } else {
+        QMetaObject::invokeMethod(box, "close", Qt::QueuedConnection);
+      }
+    }
+  });
+  user.start();
+  view_->ChooseNewLibrary();
+  user.stop();
+  ASSERT_TRUE(Idle());
+  ASSERT_EQ(questions.size(), 1) << questions.join("\n").toStdString();
+  EXPECT_TRUE(questions[0].contains("existing.db")) << questions[0].toStdString();
+  // Opened as it is, not replaced: its logo is still there.
+  EXPECT_EQ(view_->controller()->libraryPath(), existing);
+  EXPECT_EQ(view_->logoCount(), 1);
+  EXPECT_TRUE(errors_.isEmpty()) << errors_.join("\n").toStdString();
 }
 
 }  // namespace

@@ -10,8 +10,10 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QListWidget>
+#include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
@@ -175,6 +177,7 @@ LogoView::LogoView(QWidget* parent)
   logo_image_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
   logo_image_->setAlignment(Qt::AlignCenter);
   logo_image_->setStyleSheet("background: #26282c;");
+  logo_image_->installEventFilter(this);  // rescaled on resize
   rl->addWidget(logo_image_);
   rl->addWidget(new QLabel(tr("<b>Matched region</b> (mapped back onto the logo)")));
   region_image_ = new QLabel;
@@ -185,6 +188,7 @@ LogoView::LogoView(QWidget* parent)
   region_image_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
   region_image_->setAlignment(Qt::AlignCenter);
   region_image_->setStyleSheet("background: #26282c;");
+  region_image_->installEventFilter(this);
   rl->addWidget(region_image_);
   detail_ = new QLabel(tr("Click a result to compare the logo with its matched region."));
   detail_->setObjectName("fm_logo_detail");
@@ -203,6 +207,7 @@ LogoView::LogoView(QWidget* parent)
   splitter->setSizes({300, 900, 280});
 
   stage_ = new QLabel;
+  stage_->setObjectName("fm_logo_stage");
   progress_ = new QProgressBar;
   progress_->setRange(0, 0);
   progress_->setMaximumWidth(200);
@@ -222,7 +227,10 @@ LogoView::LogoView(QWidget* parent)
 
   connect(controller_, &LogoController::busyChanged, this, [this](bool busy) {
     progress_->setVisible(busy);
-    if (!busy) stage_->clear();
+    // queryFinished comes just before the worker goes idle: its summary stays on the line, only
+    // the progress of other work is cleared.
+    if (!busy) stage_->setText(summary_);
+    if (busy) summary_.clear();
     UpdateActions();
   });
   connect(controller_, &LogoController::progress, stage_, &QLabel::setText);
@@ -257,8 +265,11 @@ LogoView::LogoView(QWidget* parent)
             if (scenes_.size() == 1) table_->selectRow(0);
           });
   connect(controller_, &LogoController::queryFinished, this, [this](int done, bool cancelled) {
-    stage_->setText(cancelled ? tr("Cancelled after %1 scene(s)").arg(done)
-                              : tr("%1 scene(s) queried").arg(done));
+    int found = 0;
+    for (const auto& r : scenes_) found += static_cast<int>(r->result.detections.size());
+    summary_ = cancelled ? tr("Cancelled after %1 scene(s); %2 detection(s)").arg(done).arg(found)
+                         : tr("%1 scene(s) queried; %2 detection(s)").arg(done).arg(found);
+    stage_->setText(summary_);
     emit queryFinished();
   });
 
@@ -283,6 +294,11 @@ QList<QAction*> LogoView::menuActions() const {
 
 bool LogoView::eventFilter(QObject* watched, QEvent* event) {
   const auto type = event->type();
+  // The previews follow their labels' size: the first detection is often shown before the
+  // layout has given the labels their final width (a hidden tab, a window not shown yet).
+  if (type == QEvent::Resize && watched == logo_image_) FitImage(logo_image_, logo_source_);
+  if (type == QEvent::Resize && watched == region_image_)
+    FitImage(region_image_, region_source_);
   if (type != QEvent::DragEnter && type != QEvent::DragMove && type != QEvent::Drop)
     return QWidget::eventFilter(watched, event);
   auto* drop = static_cast<QDropEvent*>(event);
@@ -388,8 +404,8 @@ void LogoView::Query(const QStringList& scenes) {
   shown_scene_ = -1;
   table_->setRowCount(0);
   scene_view_->SetImage(QImage());
-  logo_image_->clear();
-  region_image_->clear();
+  FitImage(logo_image_, {});
+  FitImage(region_image_, {});
   controller_->Query(scenes, o);
 }
 
@@ -444,8 +460,8 @@ void LogoView::ShowDetection(int s, int detection) {
                             LogoColor(d.logo_id), i == detection);
   }
   if (detection < 0 || detection >= static_cast<int>(dets.size())) {
-    logo_image_->clear();
-    region_image_->clear();
+    FitImage(logo_image_, {});
+    FitImage(region_image_, {});
     detail_->setText(dets.empty() ? tr("No library logo was found in %1 (%2 features).")
                                         .arg(QFileInfo(r.path).fileName())
                                         .arg(r.result.scene_features)
@@ -453,14 +469,8 @@ void LogoView::ShowDetection(int s, int detection) {
     return;
   }
   const auto& d = dets[static_cast<std::size_t>(detection)];
-  auto show = [](QLabel* label, const QImage& image) {
-    if (image.isNull()) return label->clear();
-    const QSize box(std::max(64, label->width() - 8), std::max(64, label->height() - 8));
-    label->setPixmap(
-        QPixmap::fromImage(image).scaled(box, Qt::KeepAspectRatio, Qt::SmoothTransformation));
-  };
-  show(logo_image_, r.logos[static_cast<std::size_t>(detection)]);
-  show(region_image_, r.regions[static_cast<std::size_t>(detection)]);
+  FitImage(logo_image_, r.logos[static_cast<std::size_t>(detection)]);
+  FitImage(region_image_, r.regions[static_cast<std::size_t>(detection)]);
   detail_->setText(
       tr("<b>%1</b> in %2<br>confidence %3 · %4 inliers of %5 candidates (ratio %6)<br>"
          "outline: (%7, %8) (%9, %10) (%11, %12) (%13, %14)<br>times: extract %15 ms, kNN %16 ms, "
@@ -484,17 +494,41 @@ void LogoView::ShowDetection(int s, int detection) {
           .arg(QString::fromStdString(r.result.backend)));
 }
 
+void LogoView::FitImage(QLabel* label, const QImage& image) {
+  (label == logo_image_ ? logo_source_ : region_source_) = image;
+  if (image.isNull()) return label->clear();
+  const QSize box(std::max(64, label->width() - 8), std::max(64, label->height() - 8));
+  label->setPixmap(
+      QPixmap::fromImage(image).scaled(box, Qt::KeepAspectRatio, Qt::SmoothTransformation));
+}
+
 void LogoView::ChooseNewLibrary() {
-  const QString path = QFileDialog::getSaveFileName(
-      this, tr("New logo library"), LastFolder("library") + "/logos.db", tr("Logo library (*.db)"));
-  if (path.isEmpty()) return;
-  RememberFolder("library", path);
-  if (QFileInfo::exists(path)) {
-    Error(tr("Logo library"),
-          tr("%1 already exists. Open it with Open Library, or choose a new name.").arg(path));
-    return;
+  QString start = LastFolder("library") + "/logos.db";
+  for (;;) {
+    // The dialog's own "replace it?" is off: an existing file is never replaced, and the one
+    // question asked about it is the one below, with the choices that can be honoured.
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("New logo library"), start,
+                                     tr("Logo library (*.db)"), nullptr,
+                                     QFileDialog::DontConfirmOverwrite);
+    if (path.isEmpty()) return;
+    RememberFolder("library", path);
+    if (!QFileInfo::exists(path)) return OpenLibrary(path, true);
+    QMessageBox box(QMessageBox::Question, tr("New logo library"),
+                    tr("%1 already exists. A new library never replaces a file: open this one, "
+                       "or choose another name?")
+                        .arg(QDir::toNativeSeparators(path)),
+                    QMessageBox::NoButton, this);
+    box.setObjectName("fm_library_exists");
+    QPushButton* open = box.addButton(tr("Open It"), QMessageBox::AcceptRole);
+    QPushButton* other = box.addButton(tr("Choose Another Name"), QMessageBox::ActionRole);
+    box.addButton(QMessageBox::Cancel);
+    box.setDefaultButton(other);
+    box.exec();
+    if (box.clickedButton() == open) return OpenLibrary(path, false);
+    if (box.clickedButton() != other) return;
+    start = path;
   }
-  OpenLibrary(path, true);
 }
 
 void LogoView::ChooseLibrary() {

@@ -73,6 +73,8 @@ class LogoView : public QWidget {
   void Error(const QString& title, const QString& text);
   void AddSceneRows(int scene_index);
   void UpdateActions();
+  // Shows `image` in `label` scaled to fit the label's current size (again after every resize).
+  void FitImage(QLabel* label, const QImage& image);
 
   LogoController* controller_;
   QListWidget* logos_;
@@ -81,6 +83,8 @@ class LogoView : public QWidget {
   QTableWidget* table_;
   QLabel* logo_image_;
   QLabel* region_image_;
+  QImage logo_source_, region_source_;  // unscaled, rescaled when their labels change size
+  QString summary_;  // how the last query ended, kept on the status line once it is idle
   QLabel* detail_;
   QLabel* stage_;
   QProgressBar* progress_;
