@@ -234,8 +234,15 @@ TEST_F(MatchViewTest, InvalidOptionsAreRejectedByCheck) {
   m.k = 1;
   std::string why;
   ASSERT_FALSE(m.Check(&why));
-  EXPECT_TRUE(problem->text().contains(QString::fromStdString(why)))
-      << problem->text().toStdString();
+  // Check()'s reason, with the CLI's flag named by the panel's label.
+  const QString shown = view_->options()->InPanelTerms(QString::fromStdString(why));
+  EXPECT_TRUE(problem->text().contains(shown)) << problem->text().toStdString();
+  EXPECT_FALSE(problem->text().contains("--")) << problem->text().toStdString();
+  EXPECT_TRUE(problem->text().contains("“Ratio test” = 1")) << problem->text().toStdString();
+  // In sight at the window's size, not below the end of the scrolled panel; and on Run too.
+  EXPECT_FALSE(problem->visibleRegion().isEmpty());
+  EXPECT_TRUE(view_->runAction()->toolTip().contains(shown))
+      << view_->runAction()->toolTip().toStdString();
 
   view_->Run();  // asked anyway: a dialog, no match
   ASSERT_FALSE(test::ErrorDialogs().isEmpty());
@@ -451,6 +458,160 @@ TEST(ApplicationTest, AnExceptionInEventDeliveryBecomesADialog) {
   ASSERT_TRUE(WaitFor([] { return !test::ErrorDialogs().isEmpty(); }, 10000));
   EXPECT_TRUE(test::ErrorDialogs().last()->text().contains("thrown inside an event handler"));
   test::CloseErrorDialogs();
+}
+
+TEST_F(MatchViewTest, MessagesNameThePanelsFieldsNotTheCliFlags) {
+  SetAutoRun(false);
+  view_->findChild<QComboBox*>("metric")->setCurrentText("ip");  // the ratio test cannot work
+  auto* problem = view_->findChild<QLabel*>("options_problem");
+  ASSERT_NE(problem, nullptr);
+  ASSERT_FALSE(problem->isHidden());
+  EXPECT_FALSE(problem->text().contains("--")) << problem->text().toStdString();
+  EXPECT_TRUE(problem->text().contains("“Ratio test” = 1")) << problem->text().toStdString();
+  // The extraction's memory refusal names its flag too; flags that are no field stay as they are.
+  const QString mapped = view_->options()->InPanelTerms(
+      "downscale it to a longer side of 2000 or less (--max-image-size); see --help");
+  EXPECT_EQ(mapped, "downscale it to a longer side of 2000 or less (“Max image size”); see --help");
+  EXPECT_EQ(view_->options()->InPanelTerms("use --mutual"), "use “Mutual nearest neighbours”");
+}
+
+TEST_F(MatchViewTest, EscShowsThatTheCancelIsPendingUntilTheWorkerStops) {
+  SetAutoRun(false);
+  // Larger images than box.png: extraction takes long enough to cancel in the middle of it.
+  view_->OpenImage(0, QString::fromStdString(test::Sample("graf1.png")));
+  view_->OpenImage(1, QString::fromStdString(test::Sample("graf3.png")));
+  ASSERT_TRUE(WaitFor([&] { return view_->imageReady(0) && view_->imageReady(1); }));
+  auto* stage = view_->findChild<QLabel*>("fm_stage");
+  ASSERT_NE(stage, nullptr);
+  view_->Run();
+  view_->cancelAction()->trigger();
+  ASSERT_TRUE(view_->busy());
+  EXPECT_TRUE(stage->text().startsWith("Cancelling")) << stage->text().toStdString();
+  EXPECT_FALSE(view_->cancelAction()->isEnabled());
+  // Stage messages of the worker still arrive; the line keeps saying that a cancel is pending.
+  bool kept = true;
+  ASSERT_TRUE(WaitFor([&] {
+    if (view_->busy() && !stage->text().startsWith("Cancelling")) kept = false;
+    return !view_->busy();
+  }));
+  EXPECT_TRUE(kept);
+  ASSERT_TRUE(WaitFor([&] { return stage->text() == "Cancelled"; }, 5000))
+      << stage->text().toStdString();
+  EXPECT_EQ(finished_, 0);
+}
+
+TEST_F(MatchViewTest, CaptionsStayWithinTheirPane) {
+  ui::MatchCanvas* canvas = view_->canvas();
+  QImage dark(300, 200, QImage::Format_RGB32);
+  dark.fill(QColor(20, 20, 20));
+  canvas->SetImage(0, dark);
+  canvas->SetImage(1, dark);
+  canvas->SetTitle(0, "A: an_image_whose_file_name_is_much_longer_than_its_pane_is_wide.png "
+                      "(300 × 200)");
+  canvas->SetTitle(1, QString());
+  canvas->ZoomOut();
+  canvas->ZoomOut();
+  const QImage shot = canvas->viewport()->grab().toImage();
+  const QPoint a_top = canvas->mapFromScene(canvas->ScenePoint(0, 0, 0));
+  const QPoint b_top = canvas->mapFromScene(canvas->ScenePoint(1, 0, 0));
+  ASSERT_EQ(a_top.y(), b_top.y());
+  const int band = canvas->fontMetrics().height() + 8;
+  // Caption pixels (light grey on the dark background) above pane A and above pane B.
+  int over_a = 0, over_b = 0;
+  for (int y = std::max(0, a_top.y() - band); y < a_top.y(); ++y)
+    for (int x = 0; x < shot.width(); ++x) {
+      const QColor c = shot.pixelColor(x, y);
+      if (c.red() < 150 || c.green() < 150 || c.blue() < 150) continue;
+      ++(x < b_top.x() ? over_a : over_b);
+    }
+  EXPECT_GT(over_a, 20);  // the caption is drawn...
+  EXPECT_EQ(over_b, 0);   // ...and none of it over the other pane
+}
+
+TEST_F(MatchViewTest, AFailedOpenKeepsThePaneAsItWas) {
+  SetAutoRun(false);
+  OpenSamples();
+  view_->Run();
+  ASSERT_TRUE(WaitFinished(1));
+  const Counts before = Shown();
+  const auto outcome = view_->outcome();
+  QTemporaryDir dir;
+  const QString broken = dir.filePath("broken.png");
+  {
+    QFile f(broken);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write("not an image");
+  }
+  view_->OpenImage(1, broken);
+  EXPECT_FALSE(view_->runAction()->isEnabled());  // while it loads
+  ASSERT_TRUE(WaitFor([] { return !test::ErrorDialogs().isEmpty(); }, 20000));
+  test::CloseErrorDialogs();
+  // Image, caption, result and counts are still those of box_in_scene.png, together.
+  EXPECT_EQ(view_->imagePath(1).toStdString(), b_);
+  EXPECT_TRUE(view_->imageReady(1));
+  EXPECT_TRUE(view_->canvas()->title(1).contains("box_in_scene.png"));
+  EXPECT_EQ(view_->outcome(), outcome);
+  ExpectSame(Shown(), before);
+  EXPECT_TRUE(view_->runAction()->isEnabled());
+  const QString stage = view_->findChild<QLabel*>("fm_stage")->text();
+  EXPECT_TRUE(stage.contains("broken.png") && stage.contains("box_in_scene.png"))
+      << stage.toStdString();
+}
+
+TEST_F(MatchViewTest, ReportSaysWhichFeaturesCameFromTheCache) {
+  SetAutoRun(false);
+  OpenSamples();
+  view_->Run();
+  ASSERT_TRUE(WaitFinished(1));
+  QTemporaryDir dir;
+  QString why;
+  auto read = [&](const QString& path) {
+    EXPECT_TRUE(view_->SaveReport(path, &why)) << why.toStdString();
+    std::ifstream in(path.toStdString());
+    return nlohmann::json::parse(in);
+  };
+  const nlohmann::json first = read(dir.filePath("first.json"));
+  EXPECT_FALSE(first["cached"]["features_a"].get<bool>());
+  EXPECT_GT(first["times_ms"]["extract_a"].get<double>(), 0);
+  EXPECT_GT(first["times_ms"]["load_a"].get<double>(), 0);
+
+  view_->options()->ratioBox()->setValue(0.7);  // same features, matched again
+  view_->Run();
+  ASSERT_TRUE(WaitFinished(2));
+  const nlohmann::json second = read(dir.filePath("second.json"));
+  EXPECT_TRUE(second["cached"]["features_a"].get<bool>());
+  EXPECT_TRUE(second["cached"]["features_b"].get<bool>());
+  EXPECT_TRUE(second["times_ms"]["extract_a"].is_null());
+  EXPECT_TRUE(second["times_ms"]["extract_b"].is_null());
+  EXPECT_GT(second["times_ms"]["load_a"].get<double>(), 0);  // the time the image was read
+}
+
+TEST_F(MatchViewTest, DrawingIsSavedOffTheGuiThread) {
+  SetAutoRun(false);
+  OpenSamples();
+  view_->Run();
+  ASSERT_TRUE(WaitFinished(1));
+  QTemporaryDir dir;
+  QStringList saved;
+  QObject::connect(view_, &ui::MatchView::drawingSaved,
+                   [&](const QString& path, const QString& error) { saved << path + error; });
+  const QString png = dir.filePath("drawing.png");
+  ASSERT_TRUE(view_->StartSaveDrawing(png));
+  // Back at once, with Save Drawing off until the worker is done; a second save is refused.
+  EXPECT_TRUE(view_->savingDrawing());
+  EXPECT_FALSE(view_->saveDrawingAction()->isEnabled());
+  EXPECT_FALSE(view_->StartSaveDrawing(dir.filePath("other.png")));
+  ASSERT_TRUE(WaitFor([&] { return !saved.isEmpty(); }));
+  EXPECT_EQ(saved, QStringList{png});
+  EXPECT_TRUE(view_->saveDrawingAction()->isEnabled());
+  const cv::Mat drawn = cv::imread(png.toStdString());
+  ASSERT_FALSE(drawn.empty());
+  EXPECT_EQ(drawn.cols, cv::imread(a_).cols + cv::imread(b_).cols);
+
+  ASSERT_TRUE(view_->StartSaveDrawing(dir.filePath("no/such/folder/d.png")));
+  ASSERT_TRUE(WaitFor([&] { return saved.size() == 2; }));
+  EXPECT_NE(saved[1], dir.filePath("no/such/folder/d.png"));  // an error came with it
+  EXPECT_FALSE(test::ErrorDialogs().isEmpty());
 }
 
 }  // namespace

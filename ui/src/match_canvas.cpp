@@ -154,13 +154,6 @@ MatchCanvas::MatchCanvas(QWidget* parent)
     font.setPointSize(22);
     hints_[side]->setFont(font);
     hints_[side]->setBrush(QColor(170, 170, 170));
-    titles_[side] = scene_->addSimpleText(QString());
-    titles_[side]->setFlag(QGraphicsItem::ItemIgnoresTransformations);
-    titles_[side]->setBrush(QColor(225, 225, 225));
-    QFont title_font = titles_[side]->font();
-    title_font.setBold(true);
-    titles_[side]->setFont(title_font);
-    titles_[side]->setZValue(20);
   }
   overlay_ = new MatchOverlay;
   overlay_->setZValue(10);
@@ -189,9 +182,6 @@ void MatchCanvas::Relayout() {
     pixmaps_[side]->setPos(overlay_->offset[side]);
     const bool empty = sizes_[side].isEmpty();
     hints_[side]->setVisible(empty);
-    // Captions sit just above their pane (their size does not change with the zoom).
-    titles_[side]->setPos(overlay_->offset[side]);
-    titles_[side]->setVisible(!empty);
     const QRectF tr = hints_[side]->boundingRect();
     hints_[side]->setPos(overlay_->offset[side] + QPointF((s[side].width() - tr.width()) / 2,
                                                           (s[side].height() - tr.height()) / 2));
@@ -224,11 +214,34 @@ void MatchCanvas::SetImage(int side, const QImage& image) {
 
 void MatchCanvas::SetTitle(int side, const QString& title) {
   if (side < 0 || side > 1) return;
-  titles_[side]->setText(title);
-  // Drawn upwards from the pane's top-left corner (device pixels: the item ignores the zoom).
-  titles_[side]->setTransform(
-      QTransform::fromTranslate(0, -(titles_[side]->boundingRect().height() + 4)));
+  titles_[side] = title;
   viewport()->update();
+}
+
+void MatchCanvas::drawForeground(QPainter* painter, const QRectF&) {
+  // Captions are drawn in viewport pixels (their size does not change with the zoom), just above
+  // their pane, elided and clipped to the pane's width on screen: zoomed out, a caption wider
+  // than its pane would otherwise run over the other pane and its caption.
+  painter->save();
+  painter->resetTransform();
+  QFont font = painter->font();
+  font.setBold(true);
+  painter->setFont(font);
+  const QFontMetrics metrics(font);
+  for (int side = 0; side < 2; ++side) {
+    if (sizes_[side].isEmpty() || titles_[side].isEmpty()) continue;
+    const QRectF pane =
+        mapFromScene(QRectF(OffsetOf(side), QSizeF(sizes_[side]))).boundingRect();
+    const int width = static_cast<int>(pane.width());
+    const QString text = metrics.elidedText(titles_[side], Qt::ElideMiddle, width);
+    if (text.isEmpty()) continue;
+    const QRectF box(pane.left(), pane.top() - metrics.height() - 4, pane.width(),
+                     metrics.height());
+    painter->setClipRect(box);
+    painter->setPen(QColor(225, 225, 225));
+    painter->drawText(box, Qt::AlignLeft | Qt::AlignVCenter, text);
+  }
+  painter->restore();
 }
 
 void MatchCanvas::SetOutcome(std::shared_ptr<const MatchOutcome> outcome) {

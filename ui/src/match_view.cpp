@@ -16,6 +16,7 @@
 #include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 
@@ -75,7 +76,7 @@ MatchView::MatchView(QWidget* parent)
   connect(run_, &QAction::triggered, this, &MatchView::Run);
   cancel_ = new QAction(st->standardIcon(QStyle::SP_MediaStop), tr("&Cancel"), this);
   cancel_->setShortcut(QKeySequence(Qt::Key_Escape));
-  connect(cancel_, &QAction::triggered, controller_, &MatchController::Cancel);
+  connect(cancel_, &QAction::triggered, this, &MatchView::CancelMatch);
   save_drawing_ =
       new QAction(st->standardIcon(QStyle::SP_DialogSaveButton), tr("Save &Drawing..."), this);
   save_drawing_->setShortcut(QKeySequence::Save);
@@ -157,7 +158,7 @@ MatchView::MatchView(QWidget* parent)
   progress_->setVisible(false);
   cancel_button_ = new QPushButton(tr("Cancel"));
   cancel_button_->setVisible(false);
-  connect(cancel_button_, &QPushButton::clicked, controller_, &MatchController::Cancel);
+  connect(cancel_button_, &QPushButton::clicked, this, &MatchView::CancelMatch);
 
   int c = 0;
   grid->addWidget(Caption(tr("Features A")), 0, c++);
@@ -193,12 +194,18 @@ MatchView::MatchView(QWidget* parent)
   auto* run_button = new QPushButton(st->standardIcon(QStyle::SP_MediaPlay), tr("Run match"));
   run_button->setObjectName("fm_run_button");
   connect(run_button, &QPushButton::clicked, run_, &QAction::trigger);
-  connect(run_, &QAction::changed, run_button,
-          [this, run_button] { run_button->setEnabled(run_->isEnabled()); });
+  connect(run_, &QAction::changed, run_button, [this, run_button] {
+    run_button->setEnabled(run_->isEnabled());
+    run_button->setToolTip(run_->toolTip());
+  });
+  // Why Run is disabled, between the panel and the button: inside the scrolled panel it was out
+  // of sight at the usual window sizes.
+  problem_ = options_->problemLabel();
   auto* side = new QWidget;
   auto* side_layout = new QVBoxLayout(side);
   side_layout->setContentsMargins(0, 0, 0, 0);
   side_layout->addWidget(scroll, 1);
+  side_layout->addWidget(problem_);
   side_layout->addWidget(run_button);
 
   auto* splitter = new QSplitter(Qt::Horizontal);
@@ -220,11 +227,11 @@ MatchView::MatchView(QWidget* parent)
   rerun_timer_->setSingleShot(true);
   rerun_timer_->setInterval(350);
   connect(rerun_timer_, &QTimer::timeout, this, [this] {
-    if (ready_[0] && ready_[1] && options_->Valid()) Run();
+    if (imageReady(0) && imageReady(1) && options_->Valid()) Run();
   });
   connect(options_, &OptionsPanel::changed, this, [this] {
     UpdateActions();
-    if (options_->autoRun() && ready_[0] && ready_[1]) rerun_timer_->start();
+    if (options_->autoRun() && imageReady(0) && imageReady(1)) rerun_timer_->start();
   });
   connect(canvas_, &MatchCanvas::filesDropped, this, [this](int side, const QStringList& paths) {
     if (paths.size() >= 2) {
@@ -240,45 +247,56 @@ MatchView::MatchView(QWidget* parent)
 
   connect(controller_, &MatchController::imageLoaded, this,
           [this](int side, const QString& path, const QImage& image) {
-            if (path != paths_[side]) return;  // a newer file was chosen meanwhile
-            ready_[side] = true;
-            canvas_->SetImage(side, image);
-            canvas_->SetTitle(side, QString("%1: %2  (%3 × %4)")
-                                        .arg(side == 0 ? "A" : "B", QFileInfo(path).fileName())
-                                        .arg(image.width())
-                                        .arg(image.height()));
-            features_[side]->setText(QStringLiteral("–"));
-            UpdateActions();
-            emit imageOpened(side, path);
-            emit pairChanged(PairTitle());
-            if (options_->autoRun() && ready_[0] && ready_[1] && options_->Valid()) Run();
+            if (path != loading_[side]) return;  // a newer file was chosen meanwhile
+            CommitImage(side, path, image);
           });
   connect(controller_, &MatchController::imageFailed, this,
           [this](int side, const QString& path, const QString& message) {
-            if (path != paths_[side]) return;
-            paths_[side].clear();
-            ready_[side] = false;
-            canvas_->SetImage(side, QImage());
+            if (path != loading_[side]) return;
+            // The pane keeps what it showed: its image, caption and result still belong together.
+            loading_[side].clear();
             UpdateActions();
+            stage_->setText(paths_[side].isEmpty()
+                                ? tr("Could not open %1").arg(QFileInfo(path).fileName())
+                                : tr("Could not open %1; still showing %2")
+                                      .arg(QFileInfo(path).fileName(),
+                                           QFileInfo(paths_[side]).fileName()));
+            // The open cancelled a match of the pair still shown: run it again.
+            if (!outcome_ && options_->autoRun() && imageReady(0) && imageReady(1) &&
+                options_->Valid())
+              Run();
             Error(tr("Cannot open image %1").arg(side == 0 ? "A" : "B"),
                   tr("%1 could not be opened.\n\n%2").arg(QFileInfo(path).fileName(), message));
           });
-  connect(controller_, &MatchController::started, this, [this] { SetBusy(true, tr("Starting")); });
-  connect(controller_, &MatchController::progress, this,
-          [this](const QString& stage) { SetBusy(true, stage); });
-  connect(controller_, &MatchController::queued, this,
-          [this] { SetBusy(true, tr("Restarting with the new settings")); });
+  connect(controller_, &MatchController::started, this, [this] {
+    cancelling_ = false;
+    SetBusy(true, tr("Starting"));
+  });
+  connect(controller_, &MatchController::progress, this, [this](const QString& stage) {
+    if (cancelling_) return;  // the worker finishes its stage; the line keeps saying why
+    SetBusy(true, stage);
+  });
+  connect(controller_, &MatchController::queued, this, [this] {
+    cancelling_ = false;
+    SetBusy(true, tr("Restarting with the new settings"));
+  });
   connect(controller_, &MatchController::cancelled, this, [this] {
+    cancelling_ = false;
     SetBusy(false);
-    stage_->setText(tr("Cancelled"));
+    // Opening an image cancels the match of the old pair: the loading line stays.
+    bool loading = false;
+    for (const QString& l : loading_) loading = loading || !l.isEmpty();
+    if (!loading) stage_->setText(tr("Cancelled"));
   });
   connect(controller_, &MatchController::failed, this,
           [this](const QString& title, const QString& message) {
+            cancelling_ = false;
             SetBusy(false);
             stage_->setText(tr("Failed"));
-            Error(title, message);
+            Error(title, options_->InPanelTerms(message));
           });
   connect(controller_, &MatchController::finished, this, [this](auto outcome) {
+    cancelling_ = false;
     SetBusy(false);
     // An image was replaced while this match ran: its result belongs to the old pair.
     if (outcome->request.path_a != paths_[0] || outcome->request.path_b != paths_[1]) {
@@ -288,10 +306,34 @@ MatchView::MatchView(QWidget* parent)
     ShowOutcome(std::move(outcome));
     emit matchFinished();
   });
+  connect(&save_watcher_, &QFutureWatcher<QString>::finished, this, [this] {
+    const QString error = save_watcher_.result();
+    const QString path = saving_path_;
+    progress_->setVisible(busy());
+    if (!busy())
+      stage_->setText(error.isEmpty() ? tr("Saved %1").arg(QFileInfo(path).fileName())
+                                      : tr("Drawing not saved"));
+    UpdateActions();
+    if (!error.isEmpty()) Error(tr("Cannot save the drawing"), error);
+    emit drawingSaved(path, error);
+  });
   UpdateActions();
 }
 
+MatchView::~MatchView() { save_watcher_.waitForFinished(); }
+
 bool MatchView::busy() const { return controller_->busy(); }
+
+void MatchView::CancelMatch() {
+  controller_->Cancel();
+  if (!busy()) return;
+  // The worker stops at its next stage boundary, which can take a while (a kNN search or a USAC
+  // run is not interrupted): say that the cancel is pending, and that pressing again is useless.
+  cancelling_ = true;
+  stage_->setText(tr("Cancelling… (the current stage finishes first)"));
+  cancel_button_->setEnabled(false);
+  cancel_->setEnabled(false);
+}
 
 void MatchView::Error(const QString& title, const QString& text) {
   ShowError(this, title, text);
@@ -300,13 +342,30 @@ void MatchView::Error(const QString& title, const QString& text) {
 
 void MatchView::OpenImage(int side, const QString& path) {
   if (side < 0 || side > 1 || path.isEmpty()) return;
-  paths_[side] = path;
-  ready_[side] = false;
+  loading_[side] = path;
+  rerun_timer_->stop();
   controller_->Cancel();  // a match of the previous image is out of date
-  ClearResult();
+  cancelling_ = false;
   UpdateActions();
   stage_->setText(tr("Loading %1").arg(QFileInfo(path).fileName()));
   controller_->LoadImage(side, path);
+}
+
+void MatchView::CommitImage(int side, const QString& path, const QImage& image) {
+  loading_[side].clear();
+  paths_[side] = path;
+  ready_[side] = true;
+  ClearResult();
+  canvas_->SetImage(side, image);
+  canvas_->SetTitle(side, QString("%1: %2  (%3 × %4)")
+                              .arg(side == 0 ? "A" : "B", QFileInfo(path).fileName())
+                              .arg(image.width())
+                              .arg(image.height()));
+  if (!busy()) stage_->setText(tr("Opened %1").arg(QFileInfo(path).fileName()));
+  UpdateActions();
+  emit imageOpened(side, path);
+  emit pairChanged(PairTitle());
+  if (options_->autoRun() && imageReady(0) && imageReady(1) && options_->Valid()) Run();
 }
 
 QString MatchView::PairTitle() const {
@@ -322,13 +381,17 @@ void MatchView::SwapImages() {
   if (!b.isEmpty()) OpenImage(0, b);
   if (!a.isEmpty()) OpenImage(1, a);
   if (b.isEmpty()) {
+    ClearResult();
     paths_[0].clear();
+    loading_[0].clear();
     ready_[0] = false;
     canvas_->SetImage(0, QImage());
     canvas_->SetTitle(0, QString());
   }
   if (a.isEmpty()) {
+    ClearResult();
     paths_[1].clear();
+    loading_[1].clear();
     ready_[1] = false;
     canvas_->SetImage(1, QImage());
     canvas_->SetTitle(1, QString());
@@ -346,7 +409,7 @@ void MatchView::ClearResult() {
 }
 
 void MatchView::Run() {
-  if (!ready_[0] || !ready_[1]) {
+  if (!imageReady(0) || !imageReady(1)) {
     Error(tr("Nothing to match"),
           tr("Open two images first: File > Open Image A (Ctrl+O) and Open Image B "
              "(Ctrl+Shift+O), or drop them on the panes."));
@@ -368,17 +431,28 @@ void MatchView::Run() {
 }
 
 void MatchView::SetBusy(bool busy, const QString& stage) {
-  progress_->setVisible(busy);
+  progress_->setVisible(busy || savingDrawing());
   cancel_button_->setVisible(busy);
+  cancel_button_->setEnabled(busy);
   cancel_->setEnabled(active_ && busy);
   stage_->setText(stage);
 }
 
 void MatchView::UpdateActions() {
-  run_->setEnabled(active_ && ready_[0] && ready_[1] && options_->Valid());
-  save_drawing_->setEnabled(active_ && outcome_ != nullptr);
+  QString why;
+  const bool valid = options_->Valid(&why);
+  run_->setEnabled(active_ && imageReady(0) && imageReady(1) && valid);
+  // The reason Run is disabled, where the pointer is when the button does not react.
+  if (!imageReady(0) || !imageReady(1)) {
+    run_->setToolTip(tr("Open two images first (Ctrl+O, Ctrl+Shift+O)"));
+  } else if (!valid) {
+    run_->setToolTip(tr("Cannot run: %1").arg(why));
+  } else {
+    run_->setToolTip(tr("Match the two images (Ctrl+R, F5)"));
+  }
+  save_drawing_->setEnabled(active_ && outcome_ != nullptr && !savingDrawing());
   save_report_->setEnabled(active_ && outcome_ != nullptr);
-  cancel_->setEnabled(active_ && busy());
+  cancel_->setEnabled(active_ && busy() && !cancelling_);
   for (QAction* a : {zoom_in_, zoom_out_, zoom_fit_, zoom_actual_, show_keypoints_, show_outliers_})
     a->setEnabled(active_);
   swap_->setEnabled(active_ && (!paths_[0].isEmpty() || !paths_[1].isEmpty()));
@@ -471,6 +545,31 @@ bool WriteFileAtomically(const QString& path, const char* data, qint64 size, QSt
   return true;
 }
 
+// Draws `o` as DrawMatchResult does and writes it to `path` (PNG or JPEG by extension); returns
+// the reason on failure, empty on success. Touches no widget: runs on a worker thread too.
+QString WriteDrawing(const MatchOutcome& o, const QString& path, matcher::DrawOptions d) {
+  try {
+    const cv::Mat canvas = matcher::DrawMatchResult(*o.color_a, *o.color_b, *o.features_a,
+                                                    *o.features_b, o.result, d);
+    QString ext = QFileInfo(path).suffix().toLower();
+    if (ext.isEmpty()) ext = "png";
+    std::vector<uchar> bytes;
+    // imencode throws for a type it has no encoder for (.gif): the same message as its refusal.
+    if (!matcher::CanWriteImage("x." + ext.toStdString()) ||
+        !cv::imencode("." + ext.toStdString(), canvas, bytes))
+      return QObject::tr("OpenCV cannot encode images as .%1; use .png or .jpg.").arg(ext);
+    QString why;
+    if (!WriteFileAtomically(path, reinterpret_cast<const char*>(bytes.data()),
+                             static_cast<qint64>(bytes.size()), &why))
+      return why;
+    return {};
+  } catch (const std::bad_alloc&) {
+    return QObject::tr("There was not enough memory to draw the two images.");
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
+}
+
 }  // namespace
 
 bool MatchView::SaveDrawing(const QString& path, QString* why) const {
@@ -478,28 +577,28 @@ bool MatchView::SaveDrawing(const QString& path, QString* why) const {
     if (why) *why = tr("There is no match result to draw yet.");
     return false;
   }
-  try {
-    matcher::DrawOptions d;
-    d.draw_keypoints = show_keypoints_->isChecked();
-    d.draw_outliers = show_outliers_->isChecked();
-    const cv::Mat canvas =
-        matcher::DrawMatchResult(*outcome_->color_a, *outcome_->color_b, *outcome_->features_a,
-                                 *outcome_->features_b, outcome_->result, d);
-    QString ext = QFileInfo(path).suffix().toLower();
-    if (ext.isEmpty()) ext = "png";
-    std::vector<uchar> bytes;
-    // imencode throws for a type it has no encoder for (.gif): the same message as its refusal.
-    if (!matcher::CanWriteImage("x." + ext.toStdString()) ||
-        !cv::imencode("." + ext.toStdString(), canvas, bytes)) {
-      if (why) *why = tr("OpenCV cannot encode images as .%1; use .png or .jpg.").arg(ext);
-      return false;
-    }
-    return WriteFileAtomically(path, reinterpret_cast<const char*>(bytes.data()),
-                               static_cast<qint64>(bytes.size()), why);
-  } catch (const std::exception& e) {
-    if (why) *why = QString::fromStdString(e.what());
-    return false;
-  }
+  matcher::DrawOptions d;
+  d.draw_keypoints = show_keypoints_->isChecked();
+  d.draw_outliers = show_outliers_->isChecked();
+  const QString error = WriteDrawing(*outcome_, path, d);
+  if (why) *why = error;
+  return error.isEmpty();
+}
+
+bool MatchView::StartSaveDrawing(const QString& path) {
+  if (!outcome_ || savingDrawing()) return false;
+  matcher::DrawOptions d;
+  d.draw_keypoints = show_keypoints_->isChecked();
+  d.draw_outliers = show_outliers_->isChecked();
+  saving_path_ = path;
+  // The worker holds its own reference to the outcome: a new result may replace outcome_ while
+  // the old one is drawn.
+  save_watcher_.setFuture(QtConcurrent::run(
+      [o = outcome_, path, d] { return WriteDrawing(*o, path, d); }));
+  progress_->setVisible(true);
+  stage_->setText(tr("Saving %1…").arg(QFileInfo(path).fileName()));
+  UpdateActions();
+  return true;
 }
 
 bool MatchView::SaveReport(const QString& path, QString* why) const {
@@ -516,8 +615,13 @@ bool MatchView::SaveReport(const QString& path, QString* why) const {
     report["settings"] = matcher::MatchSettingsToJson(o.request.sift, m, o.request.backend);
     report["times_ms"]["load_a"] = o.load_ms_a;
     report["times_ms"]["load_b"] = o.load_ms_b;
-    report["times_ms"]["extract_a"] = o.extract_ms_a;
-    report["times_ms"]["extract_b"] = o.extract_ms_b;
+    // Features reused from an earlier run were not extracted by this one: no time (null) rather
+    // than a 0 that reads as measured, and "cached" says which.
+    report["times_ms"]["extract_a"] =
+        o.features_cached_a ? nlohmann::json(nullptr) : nlohmann::json(o.extract_ms_a);
+    report["times_ms"]["extract_b"] =
+        o.features_cached_b ? nlohmann::json(nullptr) : nlohmann::json(o.extract_ms_b);
+    report["cached"] = {{"features_a", o.features_cached_a}, {"features_b", o.features_cached_b}};
     const std::string text = report.dump(2) + "\n";
     return WriteFileAtomically(path, text.data(), static_cast<qint64>(text.size()), why);
   } catch (const std::exception& e) {
@@ -555,8 +659,7 @@ void MatchView::ChooseDrawingFile() {
                                                     tr("PNG image (*.png);;JPEG image (*.jpg)"));
   if (path.isEmpty()) return;
   RememberFolder("output", path);
-  QString why;
-  if (!SaveDrawing(path, &why)) Error(tr("Cannot save the drawing"), why);
+  StartSaveDrawing(path);
 }
 
 void MatchView::ChooseReportFile() {

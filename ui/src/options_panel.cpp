@@ -7,6 +7,7 @@
 #include <QGroupBox>
 #include <QLabel>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardItemModel>
@@ -174,12 +175,12 @@ OptionsPanel::OptionsPanel(QWidget* parent, GpuProbe gpu_probe) : QWidget(parent
   reset->setObjectName("reset_options");
   connect(reset, &QPushButton::clicked, this, &OptionsPanel::ResetToDefaults);
   layout->addWidget(reset);
-  problem_ = new QLabel;
+  // Not in the panel's layout: whoever shows the panel places it (see problemLabel()).
+  problem_ = new QLabel(this);
   problem_->setObjectName("options_problem");
   problem_->setWordWrap(true);
   problem_->setStyleSheet("color: #e0504a; font-weight: bold;");
   problem_->hide();
-  layout->addWidget(problem_);
   layout->addStretch(1);
 
   ResetToDefaults();
@@ -291,7 +292,7 @@ void OptionsPanel::ResetToDefaults() {
 bool OptionsPanel::Valid(QString* why) const {
   std::string w;
   auto fail = [&](const QString& what) {
-    if (why) *why = what + QString::fromStdString(w);
+    if (why) *why = what + InPanelTerms(QString::fromStdString(w));
     return false;
   };
   try {
@@ -303,6 +304,30 @@ bool OptionsPanel::Valid(QString* why) const {
     return fail(QString());
   }
   return true;
+}
+
+QString OptionsPanel::InPanelTerms(const QString& message) const {
+  // "--flag" or "--flag value"; the field of a flag is the child named like it (-- and _).
+  static const QRegularExpression flag(R"(--([a-z][a-z0-9-]*)(?: ([0-9][0-9.]*))?)");
+  QString out;
+  qsizetype last = 0;
+  for (auto it = flag.globalMatch(message); it.hasNext();) {
+    const QRegularExpressionMatch m = it.next();
+    QWidget* field = findChild<QWidget*>(m.captured(1).replace('-', '_'));
+    QString label;
+    if (auto* check = qobject_cast<QCheckBox*>(field)) {
+      label = check->text();
+    } else if (field) {
+      for (auto* form : findChildren<QFormLayout*>())
+        if (auto* l = qobject_cast<QLabel*>(form->labelForField(field))) label = l->text();
+    }
+    if (label.isEmpty()) continue;  // not a field of the panel: left as it is
+    out += message.mid(last, m.capturedStart() - last);
+    out += QString("“%1”").arg(label);
+    if (m.hasCaptured(2)) out += " = " + m.captured(2);
+    last = m.capturedEnd();
+  }
+  return out + message.mid(last);
 }
 
 bool OptionsPanel::autoRun() const { return auto_run_->isChecked(); }

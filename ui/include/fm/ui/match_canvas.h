@@ -26,8 +26,10 @@ class MatchCanvas : public QGraphicsView {
 
   // Shows an image in pane `side` (0 = A, 1 = B); a null image clears the pane.
   void SetImage(int side, const QImage& image);
-  // A caption drawn above pane `side` (file name and size); constant size on screen.
+  // A caption drawn above pane `side` (file name and size); constant size on screen, cut to the
+  // pane's width on screen so that it never runs over the other pane.
   void SetTitle(int side, const QString& title);
+  QString title(int side) const { return titles_[side]; }
   // Shows the keypoints and matches of a finished match (null clears them).
   void SetOutcome(std::shared_ptr<const MatchOutcome> outcome);
   std::shared_ptr<const MatchOutcome> outcome() const { return outcome_; }
@@ -74,6 +76,7 @@ class MatchCanvas : public QGraphicsView {
   void dragMoveEvent(QDragMoveEvent* event) override;
   void dropEvent(QDropEvent* event) override;
   void drawBackground(QPainter* painter, const QRectF& rect) override;
+  void drawForeground(QPainter* painter, const QRectF& rect) override;
 
  private:
   void Relayout();
@@ -83,7 +86,7 @@ class MatchCanvas : public QGraphicsView {
   QGraphicsScene* scene_;
   QGraphicsPixmapItem* pixmaps_[2];
   QGraphicsSimpleTextItem* hints_[2];
-  QGraphicsSimpleTextItem* titles_[2];
+  QString titles_[2];
   MatchOverlay* overlay_;
   QSize sizes_[2];
   std::shared_ptr<const MatchOutcome> outcome_;

@@ -2,6 +2,7 @@
 // area with counts, per-stage times and the match under the mouse.
 #pragma once
 
+#include <QFutureWatcher>
 #include <QString>
 #include <QWidget>
 #include <memory>
@@ -26,17 +27,28 @@ class MatchView : public QWidget {
 
  public:
   explicit MatchView(QWidget* parent = nullptr);
+  ~MatchView() override;  // waits for a drawing being saved
 
-  // Opens an image into pane `side` (0 = A, 1 = B); loads off the GUI thread.
+
+  // Opens an image into pane `side` (0 = A, 1 = B); loads off the GUI thread. The pane keeps its
+  // previous image and result until the new image has loaded; if it cannot be loaded, they stay.
   void OpenImage(int side, const QString& path);
+  // The image shown in pane `side` (empty when none).
   QString imagePath(int side) const { return paths_[side]; }
-  bool imageReady(int side) const { return ready_[side]; }
+  // Whether pane `side` shows an image and no other is being loaded into it.
+  bool imageReady(int side) const { return ready_[side] && loading_[side].isEmpty(); }
   // Matches the two open images with the panel's options (queued if a match runs).
   void Run();
   // Writes the drawing (DrawMatchResult, PNG/JPEG by extension) or the JSON report of the last
   // result. On failure returns false with `why`.
   bool SaveDrawing(const QString& path, QString* why) const;
   bool SaveReport(const QString& path, QString* why) const;
+  // SaveDrawing off the GUI thread (a drawing of two large images takes a while): Save Drawing
+  // is disabled meanwhile and drawingSaved() reports the end. False when a save already runs.
+  bool StartSaveDrawing(const QString& path);
+  bool savingDrawing() const { return save_watcher_.isRunning(); }
+  // Cancels the running match (Esc): the stage line says so until the worker has stopped.
+  void CancelMatch();
 
   MatchController* controller() const { return controller_; }
   OptionsPanel* options() const { return options_; }
@@ -72,6 +84,8 @@ class MatchView : public QWidget {
   // The pair shown changed (a new image, or a swap); `title` names it for the window.
   void pairChanged(const QString& title);
   void matchFinished();
+  // A drawing started by StartSaveDrawing was written (`error` empty) or could not be.
+  void drawingSaved(const QString& path, const QString& error);
   void errorShown(const QString& title, const QString& text);
 
  public slots:
@@ -87,6 +101,7 @@ class MatchView : public QWidget {
   void UpdateActions();
   void ClearResult();
   void SetBusy(bool busy, const QString& stage = {});
+  void CommitImage(int side, const QString& path, const QImage& image);
   QString LastFolder(const QString& key) const;
   void RememberFolder(const QString& key, const QString& file) const;
 
@@ -96,7 +111,11 @@ class MatchView : public QWidget {
   QToolBar* toolbar_;
   QTimer* rerun_timer_;
   QString paths_[2];
+  QString loading_[2];  // a file being loaded into the pane, not shown yet
   bool ready_[2] = {false, false};
+  bool cancelling_ = false;  // Esc was pressed; the worker has not stopped yet
+  QFutureWatcher<QString> save_watcher_;  // a drawing being saved; its result is the error
+  QString saving_path_;
   bool active_ = true;
   std::shared_ptr<const MatchOutcome> outcome_;
 
@@ -108,6 +127,7 @@ class MatchView : public QWidget {
   QLabel* backend_;
   QLabel* info_;
   QLabel* stage_;
+  QLabel* problem_;  // why Run is disabled, above the Run button
   QProgressBar* progress_;
   QPushButton* cancel_button_;
 

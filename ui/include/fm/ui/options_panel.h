@@ -38,8 +38,15 @@ class OptionsPanel : public QWidget {
   void SetBackend(const matcher::BackendOptions& o);
   void ResetToDefaults();
 
-  // Runs every struct's Check(); `why` gets the first problem.
+  // Runs every struct's Check(); `why` gets the first problem, in the panel's words.
   bool Valid(QString* why = nullptr) const;
+  // A message of the option structs or the pipeline with every command-line flag it names
+  // ("--ratio 1") replaced by the label of the panel's field ("Ratio test = 1"): the structs
+  // word their messages for the CLI, and the panel's fields are named after the flags.
+  QString InPanelTerms(const QString& message) const;
+  // Says why the options are invalid (hidden when they are valid); the match view places it
+  // where it stays in sight.
+  QLabel* problemLabel() const { return problem_; }
   bool autoRun() const;
 
   void Save(QSettings& settings) const;
