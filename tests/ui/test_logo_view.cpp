@@ -14,6 +14,7 @@
 #include <QMimeData>
 #include <QPushButton>
 #include <QSplitter>
+#include <QElapsedTimer>
 #include <QTimer>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -332,8 +333,18 @@ TEST_F(LogoViewTest, NewLibraryOnAnExistingFileAsksOnce) {
   QStringList questions;
   QTimer user;
   user.setInterval(20);
+  QElapsedTimer since;
+  since.start();
+  bool gave_up = false;
   QObject::connect(&user, &QTimer::timeout, [&] {
     QWidget* modal = QApplication::activeModalWidget();
+    if (since.elapsed() > 20000) {
+      // A dialog this user does not know how to answer: closed, so that the test fails instead
+      // of waiting on it.
+      gave_up = true;
+      if (modal) QMetaObject::invokeMethod(modal, "close", Qt::QueuedConnection);
+      return;
+    }
     if (auto* dialog = qobject_cast<QFileDialog*>(modal)) {
       // Typed into the name field, as a user would (selectFile waits for the folder's listing).
       if (auto* name = dialog->findChild<QLineEdit*>("fileNameEdit")) name->setText(existing);
@@ -355,6 +366,7 @@ TEST_F(LogoViewTest, NewLibraryOnAnExistingFileAsksOnce) {
   user.start();
   view_->ChooseNewLibrary();
   user.stop();
+  ASSERT_FALSE(gave_up) << "a dialog stayed open: " << questions.join("\n").toStdString();
   ASSERT_TRUE(Idle());
   ASSERT_EQ(questions.size(), 1) << questions.join("\n").toStdString();
   EXPECT_TRUE(questions[0].contains("existing.db")) << questions[0].toStdString();
