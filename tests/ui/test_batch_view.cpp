@@ -4,12 +4,15 @@
 
 #include <QAbstractItemModel>
 #include <QFile>
+#include <QLabel>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QTableView>
 #include <QTemporaryDir>
 
 #include "../matcher/test_images.h"
 #include "fm/matcher/batch.h"
+#include "fm/ui/batch_runner.h"
 #include "fm/ui/batch_view.h"
 #include "fm/ui/main_window.h"
 #include "ui_test_util.h"
@@ -120,12 +123,74 @@ TEST_F(BatchViewTest, CancelledRunResumesToTheSameResult) {
   view_->Run();
   view_->Cancel();
   ASSERT_TRUE(WaitRun(1)) << errors_.join("\n").toStdString();
-  const auto stage = view_->lastSummary().stage;
-  EXPECT_TRUE(stage == matcher::BatchStage::kCancelled || stage == matcher::BatchStage::kDone);
+  // The cancel came before the worker started the controller, which clears its cancel flag when
+  // it starts: the cancel is still honoured.
+  EXPECT_EQ(view_->lastSummary().stage, matcher::BatchStage::kCancelled);
+  const QString line = view_->findChild<QLabel*>("fm_batch_stage")->text();
+  EXPECT_TRUE(line.startsWith("Cancelled before any image was extracted")) << line.toStdString();
   view_->Run();
   ASSERT_TRUE(WaitRun(2)) << errors_.join("\n").toStdString();
   EXPECT_EQ(view_->lastSummary().stage, matcher::BatchStage::kDone);
   EXPECT_EQ(view_->pairRows(), 6);
+  EXPECT_TRUE(errors_.isEmpty()) << errors_.join("\n").toStdString();
+}
+
+TEST_F(BatchViewTest, CancelSaysItIsPendingAndKeepsTheCommittedPairs) {
+  // Two more images: six make fifteen pairs in five batches (one per corpus image), so that
+  // matching is still under way when the cancel arrives.
+  for (const char* name : {"aero1.jpg", "aero3.jpg"})
+    ASSERT_TRUE(QFile::copy(QString::fromStdString(test::Sample(name)),
+                            dir_.filePath(QString("images/") + name)));
+  QPushButton* cancel = nullptr;
+  for (QPushButton* b : view_->findChildren<QPushButton*>())
+    if (b->text() == "Cancel") cancel = b;
+  ASSERT_NE(cancel, nullptr);
+  auto* stage = view_->findChild<QLabel*>("fm_batch_stage");
+  ASSERT_NE(stage, nullptr);
+  bool pressed = false, pending_shown = false, disabled = false;
+  QObject guard;  // ends the connection with the test
+  // Cancel as matching starts: the first batch of pairs is in flight, the others not begun.
+  QObject::connect(view_->runner(), &ui::BatchRunner::progress, &guard,
+                   [&](const matcher::BatchProgress& p) {
+                     if (pressed || p.stage != matcher::BatchStage::kMatching) return;
+                     EXPECT_TRUE(cancel->isEnabled());
+                     cancel->click();
+                     pressed = true;
+                     pending_shown = stage->text().startsWith("Cancelling");
+                     disabled = !cancel->isEnabled();
+                   });
+  view_->Run();
+  // Progress of the work in flight still arrives; the line keeps saying that the cancel is
+  // pending until the job has stopped.
+  bool kept = true;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        if (pressed && view_->running() && !stage->text().startsWith("Cancelling")) kept = false;
+        return finished_ >= 1 && shown_ >= 1 && !view_->running();
+      },
+      120000))
+      << errors_.join("\n").toStdString();
+  ASSERT_TRUE(pressed);
+  EXPECT_TRUE(pending_shown) << stage->text().toStdString();
+  EXPECT_TRUE(disabled);
+  EXPECT_TRUE(kept);
+  const matcher::BatchSummary first = view_->lastSummary();
+  ASSERT_EQ(first.stage, matcher::BatchStage::kCancelled);
+  ASSERT_EQ(first.pairs_total, 15);
+  // The pairs committed before the stop are in the database and in the table.
+  const int kept_pairs = view_->pairRows();
+  EXPECT_EQ(kept_pairs, first.pairs_matched);
+  EXPECT_LT(kept_pairs, 15);
+  const QString expected =
+      QString("Cancelled after %1 of 15 pairs; their results are kept").arg(kept_pairs);
+  EXPECT_TRUE(stage->text().startsWith(expected)) << stage->text().toStdString();
+  EXPECT_FALSE(cancel->isEnabled());
+  // Run / Resume matches only the pairs that were not kept.
+  view_->Run();
+  ASSERT_TRUE(WaitRun(2)) << errors_.join("\n").toStdString();
+  EXPECT_EQ(view_->lastSummary().stage, matcher::BatchStage::kDone);
+  EXPECT_EQ(view_->lastSummary().pairs_previous, kept_pairs);
+  EXPECT_EQ(view_->pairRows(), 15);
   EXPECT_TRUE(errors_.isEmpty()) << errors_.join("\n").toStdString();
 }
 

@@ -288,6 +288,64 @@ TEST_F(LogoViewTest, TheQuerySummaryStaysOnTheStatusLine) {
   EXPECT_EQ(stage->text(), "1 scene(s) queried; 1 detection(s)") << stage->text().toStdString();
 }
 
+TEST_F(LogoViewTest, CancelSaysItIsPendingAndKeepsTheScenesAlreadyQueried) {
+  view_->OpenLibrary(dir_.filePath("cancel.db"), true);
+  ASSERT_TRUE(Idle());
+  view_->AddLogos({QString::fromStdString(test::Sample("box.png"))});
+  ASSERT_TRUE(Idle());
+  // The view's Cancel, as the toolbar and the menu trigger it.
+  QAction* cancel = nullptr;
+  for (QAction* a : view_->findChildren<QAction*>())
+    if (a->text() == "Cancel") cancel = a;
+  ASSERT_NE(cancel, nullptr);
+  auto* stage = view_->findChild<QLabel*>("fm_logo_stage");
+  ASSERT_NE(stage, nullptr);
+  const auto sample = [](const char* name) { return QString::fromStdString(test::Sample(name)); };
+  // The graf scenes are large enough that the second scene is still being queried when the
+  // first one's result arrives and Cancel is pressed.
+  const QStringList scenes = {sample("box_in_scene.png"), sample("graf1.png"), sample("graf3.png"),
+                              sample("graf1.png"), sample("box_in_scene.png")};
+  bool pressed = false, pending_shown = false, disabled = false;
+  QObject guard;  // ends the connection with the test
+  QObject::connect(view_->controller(), &ui::LogoController::sceneDone, &guard,
+                   [&](int index, int, std::shared_ptr<const ui::SceneResult>) {
+                     if (index != 0) return;
+                     EXPECT_TRUE(cancel->isEnabled());
+                     cancel->trigger();
+                     pressed = true;
+                     pending_shown = stage->text().startsWith("Cancelling");
+                     disabled = !cancel->isEnabled();
+                   });
+  view_->Query(scenes);
+  // Until the query ends, the scene under way still reports its progress: the line keeps
+  // saying that the cancel is pending.
+  bool kept = true;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        if (pressed && queries_ == 0 && !stage->text().startsWith("Cancelling")) kept = false;
+        return queries_ == 1 && !view_->controller()->busy();
+      },
+      120000))
+      << stage->text().toStdString();
+  ASSERT_TRUE(pressed);
+  EXPECT_TRUE(pending_shown) << stage->text().toStdString();
+  EXPECT_TRUE(disabled);
+  EXPECT_TRUE(kept);
+  // The query stopped after the scene that was running; what it found stays in the table.
+  const int done = static_cast<int>(view_->sceneResults().size());
+  EXPECT_GE(done, 1);
+  EXPECT_LT(done, scenes.size());
+  ASSERT_GE(view_->results()->rowCount(), done);
+  EXPECT_EQ(view_->results()->item(0, 0)->text(), "box_in_scene.png");
+  EXPECT_EQ(view_->results()->item(0, 2)->text(), "box");
+  WaitFor([] { return false; }, 200);  // whatever was queued behind the query
+  const QString expected =
+      QString("Cancelled after %1 of %2 scenes; their results are kept").arg(done).arg(5);
+  EXPECT_TRUE(stage->text().startsWith(expected)) << stage->text().toStdString();
+  EXPECT_FALSE(cancel->isEnabled());  // nothing left to cancel
+  EXPECT_TRUE(errors_.isEmpty()) << errors_.join("\n").toStdString();
+}
+
 TEST_F(LogoViewTest, ThePreviewsFitTheirBoxesAfterEveryResize) {
   // The detection is shown while the window is hidden (its labels not laid out yet).
   window_->hide();

@@ -76,17 +76,22 @@ void BatchRunner::Start(const matcher::BatchOptions& options) {
 
 void BatchRunner::Cancel() {
   pending_.reset();
+  if (cancel_requested_) *cancel_requested_ = true;
   controller_->Cancel();
 }
 
 void BatchRunner::Launch(const matcher::BatchOptions& options) {
+  cancel_requested_ = std::make_shared<std::atomic<bool>>(false);
   emit started(QString::fromStdString(options.database));
-  watcher_.setFuture(QtConcurrent::run([c = controller_, options]() -> Work {
+  watcher_.setFuture(QtConcurrent::run([c = controller_, options,
+                                        cancel = cancel_requested_]() -> Work {
     Work w;
     w.database = QString::fromStdString(options.database);
     Guard(
         [&] {
           c->Start(options);
+          // A cancel asked for before Start was cleared by it: pass it on.
+          if (*cancel) c->Cancel();
           c->Wait();
           w.summary = c->Summary();
           // The pair table of the database as it now is (also after a cancel or a failure, the

@@ -98,6 +98,27 @@ QWidget* Row(QLineEdit* edit, QPushButton* browse) {
   return w;
 }
 
+// What a cancelled job kept, in the words of the Match and Logos views' cancel lines.
+QString CancelledLine(const matcher::BatchSummary& s) {
+  const QString resume = QObject::tr("Run / Resume continues where it stopped");
+  // Pairs are made once every image is extracted: none in the summary means the job stopped
+  // while extracting.
+  if (s.pairs_total > 0)
+    return QObject::tr("Cancelled after %1 of %2 pairs; their results are kept in the database. %3")
+        .arg(s.pairs_previous + s.pairs_matched)
+        .arg(s.pairs_total)
+        .arg(resume);
+  const int64_t images =
+      s.images_extracted + s.images_reused + static_cast<int64_t>(s.bad_images.size());
+  if (images == 0) return QObject::tr("Cancelled before any image was extracted. %1").arg(resume);
+  return QObject::tr(
+             "Cancelled after extracting %1 of %2 images; their features are kept in the "
+             "database. %3")
+      .arg(images)
+      .arg(s.images_found)
+      .arg(resume);
+}
+
 }  // namespace
 
 BatchView::BatchView(const OptionsPanel* options, QWidget* parent)
@@ -182,6 +203,11 @@ BatchView::BatchView(const OptionsPanel* options, QWidget* parent)
   run_->setToolTip(tr("Starts the job; with an existing database, continues where it stopped"));
   connect(run_, &QPushButton::clicked, this, &BatchView::Run);
   cancel_ = new QPushButton(st->standardIcon(QStyle::SP_MediaStop), tr("Cancel"));
+  cancel_->setObjectName("fm_batch_cancel");
+  // Esc as in the Match view; a button's shortcut only works while the button is shown, that is
+  // while this view is the current tab.
+  cancel_->setShortcut(QKeySequence(Qt::Key_Escape));
+  cancel_->setToolTip(tr("Stop after the images or pairs in flight; Run / Resume continues (Esc)"));
   connect(cancel_, &QPushButton::clicked, this, &BatchView::Cancel);
   open_db_ = new QPushButton(st->standardIcon(QStyle::SP_DialogOpenButton), tr("Show Database..."));
   connect(open_db_, &QPushButton::clicked, this, [this] {
@@ -208,10 +234,13 @@ BatchView::BatchView(const OptionsPanel* options, QWidget* parent)
   eta_->setObjectName("fm_batch_eta");
   auto* prog = new QGroupBox(tr("Progress"));
   auto* pl = new QGridLayout(prog);
-  pl->addWidget(stage_, 0, 0);
-  pl->addWidget(progress_, 0, 1);
-  pl->addWidget(rate_, 1, 0);
-  pl->addWidget(eta_, 1, 1);
+  // The stage line has a row of its own: a cancelled job's line says what was kept and would
+  // squeeze the progress bar beside it.
+  stage_->setWordWrap(true);
+  pl->addWidget(stage_, 0, 0, 1, 2);
+  pl->addWidget(progress_, 1, 0, 1, 2);
+  pl->addWidget(rate_, 2, 0);
+  pl->addWidget(eta_, 2, 1);
   pl->setColumnStretch(1, 1);
 
   summary_label_ = new QLabel;
@@ -262,6 +291,7 @@ BatchView::BatchView(const OptionsPanel* options, QWidget* parent)
   if (options_) connect(options_, &OptionsPanel::changed, this, &BatchView::UpdateActions);
 
   connect(runner_, &BatchRunner::started, this, [this](const QString& db) {
+    cancelling_ = false;
     stage_->setText(tr("Starting"));
     progress_->setRange(0, 0);
     rate_->clear();
@@ -271,7 +301,8 @@ BatchView::BatchView(const OptionsPanel* options, QWidget* parent)
     UpdateActions();
   });
   connect(runner_, &BatchRunner::progress, this, [this](const matcher::BatchProgress& p) {
-    stage_->setText(QString(matcher::BatchStageName(p.stage)));
+    // The work in flight still reports; the line keeps saying that the cancel is pending.
+    if (!cancelling_) stage_->setText(QString(matcher::BatchStageName(p.stage)));
     if (p.total > 0) {
       progress_->setRange(0, static_cast<int>(std::min<int64_t>(p.total, INT32_MAX)));
       progress_->setValue(static_cast<int>(std::min<int64_t>(p.done, INT32_MAX)));
@@ -286,6 +317,7 @@ BatchView::BatchView(const OptionsPanel* options, QWidget* parent)
     eta_->setText(tr("time left: %1").arg(Duration(p.eta_seconds)));
   });
   connect(runner_, &BatchRunner::finished, this, [this](const matcher::BatchSummary& s) {
+    cancelling_ = false;
     summary_ = s;
     ShowSummary(s);
     UpdateActions();
@@ -310,6 +342,7 @@ BatchView::BatchView(const OptionsPanel* options, QWidget* parent)
             Error(t, tr("%1 cannot be shown: %2").arg(QDir::toNativeSeparators(db), m));
           });
   connect(runner_, &BatchRunner::failed, this, [this](const QString& t, const QString& m) {
+    cancelling_ = false;
     stage_->setText(tr("Failed"));
     progress_->setRange(0, 1);
     progress_->setValue(0);
@@ -386,7 +419,8 @@ void BatchView::UpdateActions() {
   problem_->setVisible(!valid && !folder_->text().isEmpty());
   problem_->setText(valid ? QString() : tr("Cannot run: %1").arg(QString::fromStdString(why)));
   run_->setEnabled(valid && !running());
-  cancel_->setEnabled(running());
+  // Pressing Cancel again while the work in flight finishes would do nothing.
+  cancel_->setEnabled(running() && !cancelling_);
 }
 
 void BatchView::Run() {
@@ -417,8 +451,13 @@ void BatchView::Run() {
 }
 
 void BatchView::Cancel() {
-  stage_->setText(tr("Cancelling: finishing the pairs in flight"));
+  if (!running() || cancelling_) return;
   runner_->Cancel();
+  cancelling_ = true;
+  // The images being extracted and the pairs being matched are finished and committed first,
+  // which can take a while: say at once that the cancel is pending.
+  stage_->setText(tr("Cancelling… (the images or pairs in flight finish first)"));
+  UpdateActions();
 }
 
 void BatchView::ShowDatabase(const QString& database) {
@@ -438,7 +477,7 @@ void BatchView::ShowSummary(const matcher::BatchSummary& s) {
       state = tr("Done");
       break;
     case matcher::BatchStage::kCancelled:
-      state = tr("Cancelled: Run / Resume continues where it stopped");
+      state = CancelledLine(s);
       break;
     case matcher::BatchStage::kFailed:
       state = tr("Failed");

@@ -233,13 +233,14 @@ void LogoController::Query(const QStringList& scenes, const matcher::LogoQueryOp
       }
     }
     const int total = static_cast<int>(scenes.size());
-    int done = 0;
+    int done = 0, tried = 0;
     QStringList problems;
     for (const QString& path : scenes) {
       if (s.cancel) break;
-      Post([this, path, done, total] {
+      ++tried;
+      Post([this, path, tried, total] {
         emit progress(
-            tr("Querying %1 (%2 of %3)").arg(QFileInfo(path).fileName()).arg(done + 1).arg(total));
+            tr("Querying %1 (%2 of %3)").arg(QFileInfo(path).fileName()).arg(tried).arg(total));
       });
       auto r = std::make_shared<SceneResult>();
       r->path = path;
@@ -266,8 +267,11 @@ void LogoController::Query(const QStringList& scenes, const matcher::LogoQueryOp
       const int index = done++;
       Post([this, index, total, r] { emit sceneDone(index, total, r); });
     }
-    const bool cancelled = s.cancel;
-    Post([this, done, cancelled] { emit queryFinished(done, cancelled); });
+    // A cancel that came while the last scene ran stopped nothing: the query is complete.
+    const bool cancelled = tried < total;
+    Post([this, done, tried, total, cancelled] {
+      emit queryFinished(done, tried, total, cancelled);
+    });
     if (!problems.isEmpty())
       throw matcher::LogoLibraryError(
           tr("%n scene(s) could not be queried:\n", "", static_cast<int>(problems.size()))

@@ -74,7 +74,13 @@ LogoView::LogoView(QWidget* parent)
   query_->setToolTip(tr("Find the library's logos in one or several scene images"));
   connect(query_, &QAction::triggered, this, &LogoView::ChooseScenes);
   cancel_ = new QAction(st->standardIcon(QStyle::SP_MediaStop), tr("Cancel"), this);
-  connect(cancel_, &QAction::triggered, controller_, &LogoController::CancelQuery);
+  cancel_->setToolTip(tr("Stop the query after the current scene (Esc)"));
+  // Esc as in the Match view, but only where this view has the focus: the Match view's Esc
+  // belongs to the whole window.
+  cancel_->setShortcut(QKeySequence(Qt::Key_Escape));
+  cancel_->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  addAction(cancel_);
+  connect(cancel_, &QAction::triggered, this, &LogoView::CancelQuery);
 
   auto* toolbar = new QToolBar;
   toolbar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
@@ -229,11 +235,18 @@ LogoView::LogoView(QWidget* parent)
     progress_->setVisible(busy);
     // queryFinished comes just before the worker goes idle: its summary stays on the line, only
     // the progress of other work is cleared.
-    if (!busy) stage_->setText(summary_);
+    if (!busy) {
+      // A query that failed before its first scene ends without queryFinished.
+      querying_ = cancelling_ = false;
+      stage_->setText(summary_);
+    }
     if (busy) summary_.clear();
     UpdateActions();
   });
-  connect(controller_, &LogoController::progress, stage_, &QLabel::setText);
+  connect(controller_, &LogoController::progress, this, [this](const QString& what) {
+    // The scene under way still reports; the line keeps saying that the cancel is pending.
+    if (!cancelling_) stage_->setText(what);
+  });
   connect(controller_, &LogoController::failed, this, &LogoView::Error);
   connect(controller_, &LogoController::libraryChanged, this,
           [this](const QString& path, const QList<LogoEntry>& entries, const QString& summary) {
@@ -264,14 +277,35 @@ LogoView::LogoView(QWidget* parent)
             AddSceneRows(static_cast<int>(scenes_.size()) - 1);
             if (scenes_.size() == 1) table_->selectRow(0);
           });
-  connect(controller_, &LogoController::queryFinished, this, [this](int done, bool cancelled) {
-    int found = 0;
-    for (const auto& r : scenes_) found += static_cast<int>(r->result.detections.size());
-    summary_ = cancelled ? tr("Cancelled after %1 scene(s); %2 detection(s)").arg(done).arg(found)
-                         : tr("%1 scene(s) queried; %2 detection(s)").arg(done).arg(found);
-    stage_->setText(summary_);
-    emit queryFinished();
-  });
+  connect(controller_, &LogoController::queryFinished, this,
+          [this](int done, int tried, int total, bool cancelled) {
+            querying_ = cancelling_ = false;
+            int found = 0;
+            for (const auto& r : scenes_) found += static_cast<int>(r->result.detections.size());
+            // The table keeps every scene queried before the cancel: say how many, and that
+            // they stay.
+            if (!cancelled) {
+              summary_ = tr("%1 scene(s) queried; %2 detection(s)").arg(done).arg(found);
+            } else if (tried == 0) {
+              summary_ = tr("Cancelled before the first of %1 scene(s) was queried").arg(total);
+            } else if (done == tried) {
+              summary_ = tr("Cancelled after %1 of %2 scenes; their results are kept "
+                            "(%3 detection(s))")
+                             .arg(done)
+                             .arg(total)
+                             .arg(found);
+            } else {
+              summary_ = tr("Cancelled after %1 of %2 scenes; the results of %3 are kept "
+                            "(%4 detection(s))")
+                             .arg(tried)
+                             .arg(total)
+                             .arg(done)
+                             .arg(found);
+            }
+            stage_->setText(summary_);
+            UpdateActions();
+            emit queryFinished();
+          });
 
   // Drag and drop: onto the logo list adds logos, onto the scene or the results queries them.
   for (QWidget* w : {static_cast<QWidget*>(logos_), scene_view_->viewport(),
@@ -379,7 +413,18 @@ void LogoView::UpdateActions() {
   // One query at a time: a second started while the first runs would interleave their scenes
   // in the table (cancel the first, then query again).
   query_->setEnabled(lib && logos_->count() > 0 && valid && !controller_->busy());
-  cancel_->setEnabled(controller_->busy());
+  // Pressing Cancel again while the current scene finishes would do nothing.
+  cancel_->setEnabled(querying_ && !cancelling_);
+}
+
+void LogoView::CancelQuery() {
+  if (!querying_ || cancelling_) return;
+  controller_->CancelQuery();
+  cancelling_ = true;
+  // A scene is not interrupted midway (its extraction or matching may take seconds): say at once
+  // that the cancel is pending rather than leave "Querying..." on the line.
+  stage_->setText(tr("Cancelling… (the current scene finishes first)"));
+  UpdateActions();
 }
 
 void LogoView::OpenLibrary(const QString& path, bool create) {
@@ -406,7 +451,10 @@ void LogoView::Query(const QStringList& scenes) {
   scene_view_->SetImage(QImage());
   FitImage(logo_image_, {});
   FitImage(region_image_, {});
+  querying_ = true;
+  cancelling_ = false;
   controller_->Query(scenes, o);
+  UpdateActions();
 }
 
 void LogoView::AddSceneRows(int s) {

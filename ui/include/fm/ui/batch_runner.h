@@ -7,6 +7,7 @@
 #include <QFutureWatcher>
 #include <QObject>
 #include <QString>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -49,6 +50,9 @@ class BatchRunner : public QObject {
   void OnDone();
 
   std::shared_ptr<matcher::BatchController> controller_;
+  // Set by Cancel for the batch launched last. BatchController::Start clears the controller's own
+  // flag, and Start runs on the worker: a Cancel made before it got there would be lost.
+  std::shared_ptr<std::atomic<bool>> cancel_requested_;
   QFutureWatcher<Work> watcher_;
   QFutureWatcher<Work> pairs_watcher_;
   std::optional<matcher::BatchOptions> pending_;

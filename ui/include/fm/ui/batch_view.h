@@ -37,6 +37,8 @@ class BatchView : public QWidget {
   matcher::BatchOptions options() const;
   // Starts (or resumes) the job of the form.
   void Run();
+  // Stops the running job once the images or pairs in flight are done (they cannot be
+  // interrupted); the stage line says so until it has stopped. What was committed is kept.
   void Cancel();
   // Shows the pairs of an existing database.
   void ShowDatabase(const QString& database);
@@ -82,6 +84,7 @@ class BatchView : public QWidget {
   QLabel* problem_;
   QTableView* table_;
   matcher::BatchSummary summary_;
+  bool cancelling_ = false;  // Cancel was pressed and the job has not stopped yet
 };
 
 }  // namespace fm::ui

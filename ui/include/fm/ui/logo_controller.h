@@ -59,7 +59,10 @@ class LogoController : public QObject {
   void libraryChanged(const QString& path, const QList<fm::ui::LogoEntry>& logos,
                       const QString& summary);
   void sceneDone(int index, int total, std::shared_ptr<const fm::ui::SceneResult> result);
-  void queryFinished(int scenes_done, bool cancelled);
+  // `scenes_done` scenes gave results (sceneDone), `scenes_tried` were started (a scene that
+  // failed is reported through failed()), of `scenes_total` asked for. `cancelled`: the query
+  // stopped before its last scene.
+  void queryFinished(int scenes_done, int scenes_tried, int scenes_total, bool cancelled);
   void failed(const QString& title, const QString& message);
 
  private:

@@ -42,6 +42,10 @@ class LogoView : public QWidget {
   // Every scene result of the last query, in order.
   const std::vector<std::shared_ptr<const SceneResult>>& sceneResults() const { return scenes_; }
   int logoCount() const;
+  // Stops the running query after its current scene (which cannot be interrupted); the status
+  // line says so until it has stopped. The scenes already queried keep their results.
+  void CancelQuery();
+  QAction* cancelAction() const { return cancel_; }
   // Shows a scene and, when `detection` >= 0, that detection beside its logo.
   void ShowDetection(int scene, int detection);
 
@@ -103,6 +107,8 @@ class LogoView : public QWidget {
   QAction* cancel_;
   std::vector<std::shared_ptr<const SceneResult>> scenes_;
   int shown_scene_ = -1;
+  bool querying_ = false;    // a query was handed to the controller and has not ended
+  bool cancelling_ = false;  // its cancel is pending: the current scene finishes first
 };
 
 }  // namespace fm::ui
