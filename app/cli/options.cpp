@@ -49,9 +49,12 @@ void AddMatchOptions(CLI::App& app, MatchCliOptions& o) {
       ->group("Matching");
   app.add_option("--ratio", m.filter.ratio, "Lowe's ratio test threshold (1 = off)")
       ->capture_default_str()->group("Matching");
+  // CLI11 shows no default for a flag (the {false} it prints is the value --no-mutual sets), and
+  // batch turns the check on: the description says which.
   app.add_flag("--mutual,!--no-mutual", m.filter.mutual,
-               "keep only mutual nearest neighbours (cross check); --no-mutual: keep all")
-      ->capture_default_str()->group("Matching");
+               std::string("keep only mutual nearest neighbours (cross check; ") +
+                   (m.filter.mutual ? "on" : "off") + " by default); --no-mutual: keep all")
+      ->group("Matching");
   app.add_option("--max-distance", m.filter.max_distance,
                  "drop matches farther than this (0 = no limit)")
       ->capture_default_str()->group("Matching");

@@ -302,4 +302,17 @@ TEST_F(Cli_, EverySubcommandHasHelp) {
   }
 }
 
+TEST_F(Cli_, HelpSaysWhetherTheMutualCheckIsOn) {
+  // match leaves the cross check off, batch turns it on (docs/cli.md, docs/batch.md).
+  for (const auto& [sub, want] : {std::pair<std::string, std::string>{"match", "off by default"},
+                                  {"batch", "on by default"}}) {
+    auto r = Cli(sub + " --help");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto at = r.out.find("--mutual");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const auto line = r.out.substr(at, r.out.find('\n', at) - at);
+    EXPECT_NE(line.find(want), std::string::npos) << sub << ": " << line;
+  }
+}
+
 }  // namespace
