@@ -25,6 +25,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<std::string> args(argv + 2, argv + argc);
+  // A benchmark reads only the options it knows, so --help after it would go unseen and run it.
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::printf("featmatch-bench %s: %s\n", argv[1], it->second.help.c_str());
+      return 0;
+    }
+  }
   try {
     return it->second.run(args);
   } catch (const std::exception& e) {

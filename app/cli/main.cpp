@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <string>
 
 #include "command.h"
 
@@ -22,6 +23,35 @@ bool RegisterCommand(const std::string& name, const std::string& help, SetupFn s
 
 const std::vector<Command>& Commands() { return Table(); }
 
+namespace {
+
+// CLI11 answers a command it does not know with "A subcommand is required". Walks the words of
+// the command line down the table of commands and, where one is not a command of its level,
+// names it and the commands there instead. Returns whether it said so.
+bool ReportUnknownCommand(CLI::App& app, int argc, char** argv) {
+  CLI::App* at = &app;
+  std::string path = "featmatch";
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word[0] == '-') return false;  // an option: CLI11's own message
+    const auto named = at->get_subcommands([&](CLI::App* s) { return s->get_name() == word; });
+    if (!named.empty()) {
+      at = named.front();
+      path += " " + word;
+      continue;
+    }
+    const auto all = at->get_subcommands([](CLI::App*) { return true; });
+    if (all.empty()) return false;  // a command's own arguments
+    std::string names;
+    for (const CLI::App* s : all) names += (names.empty() ? "" : ", ") + s->get_name();
+    std::fprintf(stderr, "%s: unknown command '%s' (commands: %s; see %s --help)\n", path.c_str(),
+                 word.c_str(), names.c_str(), path.c_str());
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
 }  // namespace fm::app
 
 int main(int argc, char** argv) {
@@ -37,6 +67,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() != 0 && ReportUnknownCommand(app, argc, argv)) return kExitUsage;
     const int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }

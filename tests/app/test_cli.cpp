@@ -316,3 +316,24 @@ TEST_F(Cli_, HelpSaysWhetherTheMutualCheckIsOn) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliUsage, AnUnknownCommandIsNamedWithTheCommandsThatExist) {
+  auto r = Cli("bogus");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("featmatch: unknown command 'bogus'"), std::string::npos) << r.out;
+  for (const char* command : {"match", "extract", "logos", "batch"})
+    EXPECT_NE(r.out.find(command, r.out.find("(commands: ")), std::string::npos) << r.out;
+  r = Cli("logos frobnicate");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("featmatch logos: unknown command 'frobnicate'"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("query"), std::string::npos) << r.out;
+  // No command at all keeps CLI11's own words.
+  r = Cli("");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("A subcommand is required"), std::string::npos) << r.out;
+}
+
+}  // namespace
