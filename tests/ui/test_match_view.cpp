@@ -118,6 +118,14 @@ void ExpectSame(const Counts& shown, const Counts& lib) {
   EXPECT_EQ(shown.inliers, lib.inliers);
 }
 
+// A file named like a PNG that holds text, in `dir`; empty when it cannot be written.
+QString WriteNotAnImage(const QTemporaryDir& dir) {
+  const QString path = dir.filePath("broken.png");
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly) || f.write("this is not a PNG file at all") <= 0) return {};
+  return path;
+}
+
 TEST_F(MatchViewTest, CountsShownAreTheLibrarys) {
   SetAutoRun(false);
   OpenSamples();
@@ -195,12 +203,8 @@ TEST_F(MatchViewTest, ReplacingAnImageDropsTheRunningMatch) {
 
 TEST_F(MatchViewTest, BadFileGivesAnErrorDialogNotACrash) {
   QTemporaryDir dir;
-  const QString broken = dir.filePath("broken.png");
-  {
-    QFile f(broken);
-    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
-    f.write("this is not a PNG file at all");
-  }
+  const QString broken = WriteNotAnImage(dir);
+  ASSERT_FALSE(broken.isEmpty());
   view_->OpenImage(0, broken);
   ASSERT_TRUE(WaitFor([] { return !test::ErrorDialogs().isEmpty(); }, 20000));
   const QString text = test::ErrorDialogs().last()->text();
@@ -536,12 +540,8 @@ TEST_F(MatchViewTest, AFailedOpenKeepsThePaneAsItWas) {
   const Counts before = Shown();
   const auto outcome = view_->outcome();
   QTemporaryDir dir;
-  const QString broken = dir.filePath("broken.png");
-  {
-    QFile f(broken);
-    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
-    f.write("not an image");
-  }
+  const QString broken = WriteNotAnImage(dir);
+  ASSERT_FALSE(broken.isEmpty());
   view_->OpenImage(1, broken);
   EXPECT_FALSE(view_->runAction()->isEnabled());  // while it loads
   ASSERT_TRUE(WaitFor([] { return !test::ErrorDialogs().isEmpty(); }, 20000));
