@@ -1,5 +1,6 @@
 // featmatch match A B: extract (or load) features, match, verify, report, draw.
 #include <cstdio>
+#include <string>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -38,13 +39,21 @@ void PrintSummary(const MatchArgs& args, const LoadedInput& a, const LoadedInput
   std::printf("  matches after filters (ratio %.2f%s%s): %zu\n", args.match.match.filter.ratio,
               args.match.match.filter.mutual ? ", mutual" : "",
               args.match.match.filter.max_distance > 0 ? ", max distance" : "", r.matches.size());
+  // A model with enough inliers that lie at too few distinct points says so.
+  const std::string collapsed =
+      v.num_inliers >= args.match.match.verify.min_inliers && v.num_inliers > v.distinct_inliers
+          ? (v.distinct_inliers == 1
+                 ? std::string(" (its inliers lie at one point)")
+                 : " (its inliers lie at " + std::to_string(v.distinct_inliers) +
+                       " distinct points)")
+          : "";
   std::printf("  verified inliers (%s, %s, %.1f px): %d%s\n",
               matcher::GeometryModelName(v.model),
               matcher::UsacMethodName(args.match.match.verify.method),
               args.match.match.verify.threshold, v.num_inliers,
-              v.model == matcher::GeometryModel::kNone ? " (verification off)"
-              : v.verified                            ? ""
-                                                      : "  -- NOT verified");
+              v.model == matcher::GeometryModel::kNone
+                  ? " (verification off)"
+                  : (v.verified ? "" : "  -- NOT verified" + collapsed).c_str());
   if (!v.matrix.empty()) {
     std::printf("  %s:\n", matcher::GeometryModelName(v.model));
     for (int i = 0; i < 3; ++i)

@@ -67,6 +67,20 @@ TEST_F(Cli_, MatchWritesSummaryDrawingAndReport) {
   EXPECT_EQ(j["match_list"].size(), j["matches"].get<std::size_t>());
 }
 
+TEST_F(Cli_, AModelOnInliersAtOnePointIsNotVerifiedAndSaysWhy) {
+  // graf1.png and left01.jpg show nothing in common; many graffiti features match one point of
+  // the chessboard photograph.
+  auto r = Cli("match " + kData + "/graf1.png " + kData + "/left01.jpg --backend cpu --model " +
+               "homography --report " + Path("r.json"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("NOT verified (its inliers lie at"), std::string::npos) << r.out;
+  std::ifstream in(Path("r.json"));
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_FALSE(j["geometry"]["verified"].get<bool>());
+  EXPECT_LT(j["geometry"]["distinct_inliers"].get<int>(), 8);
+  EXPECT_GE(j["geometry"]["inliers"].get<int>(), 8);
+}
+
 TEST_F(Cli_, JsonOnStdout) {
   auto r = Cli("match " + kData + "/box.png " + kData + "/box_in_scene.png --backend cpu --json");
   ASSERT_EQ(r.code, 0) << r.out;

@@ -614,5 +614,23 @@ TEST_F(MatchViewTest, DrawingIsSavedOffTheGuiThread) {
   EXPECT_FALSE(test::ErrorDialogs().isEmpty());
 }
 
+TEST_F(MatchViewTest, InliersAtOnePointAreShownAsNotVerified) {
+  // graf1.png and left01.jpg show nothing in common: the homography through the one chessboard
+  // point many graffiti features match has enough inliers, but at one point.
+  SetAutoRun(false);
+  view_->OpenImage(0, QString::fromStdString(test::Sample("graf1.png")));
+  view_->OpenImage(1, QString::fromStdString(test::Sample("left01.jpg")));
+  ASSERT_TRUE(WaitFor([&] { return view_->imageReady(0) && view_->imageReady(1); }));
+  view_->Run();
+  ASSERT_TRUE(WaitFinished(1)) << errors_.join("\n").toStdString();
+  const auto& v = view_->outcome()->result.verification;
+  EXPECT_FALSE(v.verified);
+  const QString shown = view_->findChild<QLabel*>("fm_model")->text();
+  const QString at = v.distinct_inliers == 1
+                         ? QString("inliers at one point")
+                         : QString("inliers at %1 distinct points").arg(v.distinct_inliers);
+  EXPECT_TRUE(shown.contains(QString("(%1 ").arg(v.num_inliers) + at)) << shown.toStdString();
+}
+
 }  // namespace
 }  // namespace fm

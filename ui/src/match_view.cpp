@@ -480,9 +480,20 @@ void MatchView::ShowOutcome(std::shared_ptr<const MatchOutcome> outcome) {
     model_->setText(tr("✔ %1 verified").arg(matcher::GeometryModelName(v.model)));
     model_->setStyleSheet("color: #3fae4f; font-weight: bold;");
   } else {
-    model_->setText(tr("✘ no %1 with %2 inliers")
+    // Enough inliers, too few distinct points among them: say so, not "no model".
+    const int min_inliers = o.request.match.verify.min_inliers;
+    const QString at_points =
+        v.num_inliers >= min_inliers && v.distinct_inliers < v.num_inliers
+            ? (v.distinct_inliers == 1
+                   ? tr(" (%1 inliers at one point)").arg(v.num_inliers)
+                   : tr(" (%1 inliers at %2 distinct points)")
+                         .arg(v.num_inliers)
+                         .arg(v.distinct_inliers))
+            : QString();
+    model_->setText(tr("✘ no %1 with %2 inliers%3")
                         .arg(matcher::GeometryModelName(o.request.match.verify.model))
-                        .arg(o.request.match.verify.min_inliers));
+                        .arg(min_inliers)
+                        .arg(at_points));
     model_->setStyleSheet("color: #d9534f; font-weight: bold;");
   }
   QStringList t;

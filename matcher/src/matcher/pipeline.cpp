@@ -140,7 +140,8 @@ nlohmann::json MatchResultToJson(const MatchResult& result, const core::Features
   j["backend"] = result.backend;
   json g = {{"model", GeometryModelName(v.model)},
             {"verified", v.verified},
-            {"inliers", v.num_inliers}};
+            {"inliers", v.num_inliers},
+            {"distinct_inliers", v.distinct_inliers}};
   if (!v.matrix.empty()) {
     json m = json::array();
     for (int r = 0; r < v.matrix.rows; ++r) {

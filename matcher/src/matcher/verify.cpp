@@ -1,7 +1,10 @@
 #include "fm/matcher/verify.h"
 
+#include <algorithm>
+#include <cmath>
 #include <opencv2/calib3d.hpp>
 #include <stdexcept>
+#include <utility>
 
 namespace fm::matcher {
 
@@ -50,7 +53,8 @@ bool VerifyOptions::Check(std::string* why) const {
     if (why) *why = w;
     return false;
   };
-  if (!(threshold > 0 && threshold < 1000)) return bad("verification threshold must be in (0, 1000) px");
+  if (!(threshold > 0 && threshold < 1000))
+    return bad("verification threshold must be in (0, 1000) px");
   if (!(confidence > 0 && confidence < 1)) return bad("confidence must be in (0, 1)");
   if (max_iterations < 1) return bad("max iterations must be >= 1");
   if (min_inliers < 0) return bad("min inliers must be >= 0");
@@ -69,6 +73,39 @@ int UsacFlag(UsacMethod m) {
     case UsacMethod::kParallel: return cv::USAC_PARALLEL;
   }
   return cv::USAC_MAGSAC;
+}
+
+// Distinct positions of the points whose `counts` byte is set: the cells of a grid of `cell` px
+// that hold one or more (points closer than the inlier threshold are no independent evidence).
+int DistinctPositions(const std::vector<cv::Point2f>& points, const std::vector<uint8_t>& counts,
+                      double cell) {
+  std::vector<std::pair<int64_t, int64_t>> cells;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (!counts[i]) continue;
+    cells.emplace_back(static_cast<int64_t>(std::floor(points[i].x / cell)),
+                       static_cast<int64_t>(std::floor(points[i].y / cell)));
+  }
+  std::sort(cells.begin(), cells.end());
+  return static_cast<int>(std::unique(cells.begin(), cells.end()) - cells.begin());
+}
+
+// Clears the bytes of the matches a fundamental matrix f explains whatever they are: a point at
+// (within `radius` px of) an epipole lies on every epipolar line of its image, so its match
+// satisfies f for any point of the other image.
+void DropEpipoleMatches(const cv::Mat& f, const std::vector<cv::Point2f>& pa,
+                        const std::vector<cv::Point2f>& pb, double radius,
+                        std::vector<uint8_t>* counts) {
+  cv::Mat w, u, vt;
+  cv::SVD::compute(f, w, u, vt, cv::SVD::FULL_UV);
+  // F e = 0 (the epipole in A: the last row of V^T), F^T e' = 0 (in B: the last column of U).
+  const cv::Vec3d e(vt.at<double>(2, 0), vt.at<double>(2, 1), vt.at<double>(2, 2));
+  const cv::Vec3d e2(u.at<double>(0, 2), u.at<double>(1, 2), u.at<double>(2, 2));
+  auto near = [&](const cv::Vec3d& h, const cv::Point2f& p) {
+    if (std::abs(h[2]) < 1e-12) return false;  // at infinity: no point of the image is there
+    return std::hypot(p.x - h[0] / h[2], p.y - h[1] / h[2]) <= radius;
+  };
+  for (std::size_t i = 0; i < counts->size(); ++i)
+    if ((*counts)[i] && (near(e, pa[i]) || near(e2, pb[i]))) (*counts)[i] = 0;
 }
 
 }  // namespace
@@ -131,7 +168,18 @@ Verification VerifyMatches(const std::vector<core::Keypoint>& a,
       ++v.num_inliers;
     }
   }
-  v.verified = v.num_inliers >= options.min_inliers && v.num_inliers > 0;
+  // The evidence: inliers at distinct points (a cell of the inlier threshold) in both images, and
+  // for a fundamental matrix not at an epipole (within twice the threshold).
+  std::vector<uint8_t> counts(pa.size());
+  for (std::size_t i = 0; i < counts.size(); ++i) counts[i] = mask.data[i] ? 1 : 0;
+  if (options.model == GeometryModel::kFundamental)
+    DropEpipoleMatches(v.matrix, pa, pb, 2 * options.threshold, &counts);
+  const double cell = std::max(1.0, options.threshold);
+  v.distinct_inliers =
+      std::min(DistinctPositions(pa, counts, cell), DistinctPositions(pb, counts, cell));
+  const int support = options.distinct_points ? v.distinct_inliers : v.num_inliers;
+  v.verified = v.num_inliers > 0 && support >= options.min_inliers &&
+               support >= static_cast<int>(min_sample);
   return v;
 }
 

@@ -25,16 +25,30 @@ struct VerifyOptions {
   double confidence = 0.999;  // RANSAC confidence
   int max_iterations = 10000;
   int min_inliers = 8;        // fewer verified inliers than this = not verified
+  // Whether those inliers must lie at distinct points (Verification::distinct_inliers). A caller
+  // that checks the model's shape itself may count them as they come (the logo library: a small
+  // logo's inliers crowd into a few pixels of the scene, and a folded homography is no plausible
+  // outline of a flat logo).
+  bool distinct_points = true;
 
   bool Check(std::string* why) const;
 };
 
 struct Verification {
   GeometryModel model = GeometryModel::kNone;
-  bool verified = false;          // a model was found with at least min_inliers inliers
+  // A model was found whose inliers lie at min_inliers distinct points (and at least the model's
+  // minimal sample) in each image; without distinct_points, with min_inliers inliers.
+  bool verified = false;
   cv::Mat matrix;                 // 3x3 CV_64F (homography or fundamental), empty if none
   std::vector<uint8_t> inliers;   // one byte per match, non-zero = inlier
   int num_inliers = 0;
+  // The inliers' distinct positions (cells of the inlier threshold), the fewer of image A's and
+  // image B's, for a fundamental matrix leaving out matches at an epipole. Many
+  // matches onto one point (a corner of a repeated pattern, one spot under several keypoint
+  // orientations) are one piece of evidence: a homography that folds a region of A onto that
+  // point, or a fundamental matrix with its epipole there, agrees with all of them and verifies
+  // nothing.
+  int distinct_inliers = 0;
 };
 
 // Estimates the model from the matches' keypoints (query in image A, train in image B).
