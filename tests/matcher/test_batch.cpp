@@ -510,6 +510,14 @@ TEST_F(BatchTest, OtherMatchingSettingsAreRefused) {
   o.match.filter.ratio = 0.7f;
   const std::string why = StartRefusal(o);
   EXPECT_NE(why.find("other matching settings"), std::string::npos) << "refusal: '" << why << "'";
+  // Inliers counted as they come rather than at distinct points verify other pairs: a database
+  // whose pairs were verified by one rule is not completed by the other (one made before the
+  // rule was stored lacks the setting and is refused the same way).
+  o = Options(folder_->dir, *reference_db_);
+  o.match.verify.distinct_points = false;
+  const std::string rule = StartRefusal(o);
+  EXPECT_NE(rule.find("\"distinct_points\":true"), std::string::npos)
+      << "refusal: '" << rule << "'";
   // The same settings, k aside (the filters read two neighbours), complete it as before.
   o = Options(folder_->dir, *reference_db_);
   o.match.k = 5;

@@ -118,7 +118,8 @@ nlohmann::json FilterAndVerifySettingsToJson(const MatchOptions& m) {
           {"threshold", m.verify.threshold},
           {"confidence", m.verify.confidence},
           {"max_iterations", m.verify.max_iterations},
-          {"min_inliers", m.verify.min_inliers}};
+          {"min_inliers", m.verify.min_inliers},
+          {"distinct_points", m.verify.distinct_points}};
 }
 
 nlohmann::json MatchSettingsToJson(const SiftOptions& sift, const MatchOptions& m,
