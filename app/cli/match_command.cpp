@@ -41,7 +41,7 @@ void PrintSummary(const MatchArgs& args, const LoadedInput& a, const LoadedInput
               args.match.match.filter.max_distance > 0 ? ", max distance" : "", r.matches.size());
   // A model with enough inliers that lie at too few distinct points says so.
   const std::string collapsed =
-      v.num_inliers >= args.match.match.verify.min_inliers && v.num_inliers > v.distinct_inliers
+      matcher::InliersTooCrowded(v, args.match.match.verify)
           ? (v.distinct_inliers == 1
                  ? std::string(" (its inliers lie at one point)")
                  : " (its inliers lie at " + std::to_string(v.distinct_inliers) +

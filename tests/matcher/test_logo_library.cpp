@@ -38,11 +38,9 @@ class TempDir {
   fs::path path_;
 };
 
-#define REQUIRE_SAMPLES() \
-  if (!test::HaveSamples()) GTEST_SKIP() << "OpenCV sample data not found (" << test::SampleDir() << ")"
 
 TEST(LogoLibrary, CreateAddListRemove) {
-  REQUIRE_SAMPLES();
+  FM_REQUIRE_SAMPLES();
   TempDir dir;
   const std::string db = dir.File("lib.db");
   LogoLibrary lib = LogoLibrary::Create(db);
@@ -76,7 +74,7 @@ TEST(LogoLibrary, CreateAddListRemove) {
 }
 
 TEST(LogoLibrary, PersistsAcrossReopen) {
-  REQUIRE_SAMPLES();
+  FM_REQUIRE_SAMPLES();
   TempDir dir;
   const std::string db = dir.File("lib.db");
   LogoLibrarySettings s;
@@ -168,7 +166,7 @@ void DamageStoredFeatures(const std::string& db, const std::string& where) {
 }
 
 TEST(LogoLibrary, RefusesDamagedFeaturesAndNewerSchema) {
-  REQUIRE_SAMPLES();
+  FM_REQUIRE_SAMPLES();
   TempDir dir;
   const std::string db = dir.File("lib.db");
   LogoLibrary::Create(db).AddFile(test::Sample("box.png"));
@@ -187,7 +185,7 @@ TEST(LogoLibrary, RefusesDamagedFeaturesAndNewerSchema) {
 }
 
 TEST(LogoLibrary, ADamagedLogoCanBeLeftOutAndRemoved) {
-  REQUIRE_SAMPLES();
+  FM_REQUIRE_SAMPLES();
   TempDir dir;
   const std::string db = dir.File("lib.db");
   {
@@ -214,7 +212,7 @@ TEST(LogoLibrary, ADamagedLogoCanBeLeftOutAndRemoved) {
 }
 
 TEST(LogoLibrary, RefusesBlankNamesAndFolders) {
-  REQUIRE_SAMPLES();
+  FM_REQUIRE_SAMPLES();
   TempDir dir;
   LogoLibrary lib = LogoLibrary::Create(dir.File("lib.db"));
   for (const std::string name : {"  ", " box", "box "})
@@ -225,7 +223,7 @@ TEST(LogoLibrary, RefusesBlankNamesAndFolders) {
 }
 
 TEST(LogoEval, SharesOfNothingReadNotANumberInWords) {
-  REQUIRE_SAMPLES();
+  FM_REQUIRE_SAMPLES();
   // Two scenes leave most of the report's bins empty: their shares are "n/a", not "nan %".
   LogoEvalOptions o;
   o.scenes = 2;
@@ -256,7 +254,7 @@ class KRecordingBackend : public core::KnnBackend {
 // A k far above the library's descriptors searches one past them (the padding slot that tells a
 // logo seen once from one whose second point lies beyond the list) and finds what that k finds.
 TEST(LogoLibrary, KAboveTheLibraryIsSearchedAsOnePastIt) {
-  REQUIRE_SAMPLES();
+  FM_REQUIRE_SAMPLES();
   TempDir dir;
   LogoLibrary lib = LogoLibrary::Create(dir.File("lib.db"));
   lib.AddFile(test::Sample("box.png"));
@@ -300,7 +298,7 @@ class LogoQueryTest : public ::testing::Test {
     delete logos_;
     delete dir_;
   }
-  void SetUp() override { REQUIRE_SAMPLES(); }
+  void SetUp() override { FM_REQUIRE_SAMPLES(); }
 
   static const EvalLogo* Logo(const std::string& name) {
     for (const auto& l : *logos_)

@@ -54,6 +54,7 @@ TEST(Verify, AHomographyOnSpreadInliersIsVerified) {
   EXPECT_TRUE(v.verified);
   EXPECT_EQ(v.num_inliers, 40);
   EXPECT_EQ(v.distinct_inliers, 40);
+  EXPECT_FALSE(InliersTooCrowded(v, VerifyOptions{}));
 }
 
 // Thirty features of A matched to points of B within `spread` px of (500.5, 20.25) (say a corner
@@ -81,6 +82,7 @@ TEST(Verify, ManyMatchesOntoOnePointVerifyNothing) {
     EXPECT_FALSE(v.verified) << GeometryModelName(model) << ": " << v.num_inliers << " inliers, "
                              << v.distinct_inliers << " distinct";
     EXPECT_LT(v.distinct_inliers, o.min_inliers) << GeometryModelName(model);
+    EXPECT_TRUE(InliersTooCrowded(v, o)) << GeometryModelName(model);
   }
 }
 
@@ -110,7 +112,7 @@ TEST(Verify, AFundamentalMatrixOfATranslationCountsEveryInlier) {
 }
 
 TEST(Verify, UnrelatedPhotographsAreNotVerifiedByAFoldedHomography) {
-  if (!test::HaveSamples()) GTEST_SKIP() << "OpenCV sample images not installed";
+  FM_REQUIRE_SAMPLES("graf3.png", "left01.jpg");
   // graf1.png and left01.jpg show nothing in common; many graffiti features match one point of
   // the chessboard photograph, and the homography through it had 17 "inliers".
   auto features = [](const char* name) {

@@ -141,9 +141,7 @@ TEST_F(BatchViewTest, CancelSaysItIsPendingAndKeepsTheCommittedPairs) {
   for (const char* name : {"aero1.jpg", "aero3.jpg"})
     ASSERT_TRUE(QFile::copy(QString::fromStdString(test::Sample(name)),
                             dir_.filePath(QString("images/") + name)));
-  QPushButton* cancel = nullptr;
-  for (QPushButton* b : view_->findChildren<QPushButton*>())
-    if (b->text() == "Cancel") cancel = b;
+  QPushButton* cancel = test::ChildByText<QPushButton>(view_, "Cancel");
   ASSERT_NE(cancel, nullptr);
   auto* stage = view_->findChild<QLabel*>("fm_batch_stage");
   ASSERT_NE(stage, nullptr);

@@ -64,6 +64,13 @@ class LogoViewTest : public ::testing::Test {
   bool Idle() {
     return WaitFor([&] { return !view_->controller()->busy(); });
   }
+  // A new library `name` in the test's folder holding box.png.
+  void OpenBoxLibrary(const QString& name) {
+    view_->OpenLibrary(dir_.filePath(name), true);
+    ASSERT_TRUE(Idle());
+    view_->AddLogos({QString::fromStdString(test::Sample("box.png"))});
+    ASSERT_TRUE(Idle());
+  }
 
   QTemporaryDir dir_;
   std::unique_ptr<ui::MainWindow> window_;
@@ -203,10 +210,7 @@ TEST_F(LogoViewTest, ALibraryWithADamagedLogoOpensWithTheRest) {
 }
 
 TEST_F(LogoViewTest, OneQueryAtATimeAndDeleteOnlyInTheLogoList) {
-  view_->OpenLibrary(dir_.filePath("one.db"), true);
-  ASSERT_TRUE(Idle());
-  view_->AddLogos({QString::fromStdString(test::Sample("box.png"))});
-  ASSERT_TRUE(Idle());
+  ASSERT_NO_FATAL_FAILURE(OpenBoxLibrary("one.db"));
   const QString scene = QString::fromStdString(test::Sample("box_in_scene.png"));
   view_->Query({scene, scene, scene});
   ASSERT_TRUE(view_->controller()->busy());
@@ -275,10 +279,7 @@ TEST_F(LogoViewTest, DroppedLogosAreAddedAndDroppedScenesQueried) {
 }
 
 TEST_F(LogoViewTest, TheQuerySummaryStaysOnTheStatusLine) {
-  view_->OpenLibrary(dir_.filePath("summary.db"), true);
-  ASSERT_TRUE(Idle());
-  view_->AddLogos({QString::fromStdString(test::Sample("box.png"))});
-  ASSERT_TRUE(Idle());
+  ASSERT_NO_FATAL_FAILURE(OpenBoxLibrary("summary.db"));
   view_->Query({QString::fromStdString(test::Sample("box_in_scene.png"))});
   ASSERT_TRUE(WaitFor([&] { return queries_ == 1 && !view_->controller()->busy(); }));
   auto* stage = view_->findChild<QLabel*>("fm_logo_stage");
@@ -289,14 +290,9 @@ TEST_F(LogoViewTest, TheQuerySummaryStaysOnTheStatusLine) {
 }
 
 TEST_F(LogoViewTest, CancelSaysItIsPendingAndKeepsTheScenesAlreadyQueried) {
-  view_->OpenLibrary(dir_.filePath("cancel.db"), true);
-  ASSERT_TRUE(Idle());
-  view_->AddLogos({QString::fromStdString(test::Sample("box.png"))});
-  ASSERT_TRUE(Idle());
+  ASSERT_NO_FATAL_FAILURE(OpenBoxLibrary("cancel.db"));
   // The view's Cancel, as the toolbar and the menu trigger it.
-  QAction* cancel = nullptr;
-  for (QAction* a : view_->findChildren<QAction*>())
-    if (a->text() == "Cancel") cancel = a;
+  QAction* cancel = test::ChildByText<QAction>(view_, "Cancel");
   ASSERT_NE(cancel, nullptr);
   auto* stage = view_->findChild<QLabel*>("fm_logo_stage");
   ASSERT_NE(stage, nullptr);
@@ -349,10 +345,7 @@ TEST_F(LogoViewTest, CancelSaysItIsPendingAndKeepsTheScenesAlreadyQueried) {
 TEST_F(LogoViewTest, ThePreviewsFitTheirBoxesAfterEveryResize) {
   // The detection is shown while the window is hidden (its labels not laid out yet).
   window_->hide();
-  view_->OpenLibrary(dir_.filePath("fit.db"), true);
-  ASSERT_TRUE(Idle());
-  view_->AddLogos({QString::fromStdString(test::Sample("box.png"))});
-  ASSERT_TRUE(Idle());
+  ASSERT_NO_FATAL_FAILURE(OpenBoxLibrary("fit.db"));
   view_->Query({QString::fromStdString(test::Sample("box_in_scene.png"))});
   ASSERT_TRUE(WaitFor([&] { return queries_ == 1 && !view_->controller()->busy(); }));
   ASSERT_FALSE(view_->sceneResults()[0]->result.detections.empty());

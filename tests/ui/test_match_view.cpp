@@ -85,6 +85,14 @@ class MatchViewTest : public ::testing::Test {
     ASSERT_TRUE(WaitFor([&] { return view_->imageReady(0) && view_->imageReady(1); }));
   }
 
+  // box.png against box_in_scene.png matched once, re-running on changes turned off.
+  void MatchSamplesOnce() {
+    SetAutoRun(false);
+    OpenSamples();
+    view_->Run();
+    ASSERT_TRUE(WaitFinished(1));
+  }
+
   // Waits for `n` finished matches and for the controller to go idle.
   bool WaitFinished(int n) {
     return WaitFor([&] { return finished_ >= n && !view_->busy(); });
@@ -219,10 +227,7 @@ TEST_F(MatchViewTest, BadFileGivesAnErrorDialogNotACrash) {
   test::CloseErrorDialogs();
 
   // The view still works afterwards.
-  SetAutoRun(false);
-  OpenSamples();
-  view_->Run();
-  ASSERT_TRUE(WaitFinished(1));
+  ASSERT_NO_FATAL_FAILURE(MatchSamplesOnce());
   ExpectSame(Shown(), LibraryCounts(a_, b_, {}, {}));
 }
 
@@ -259,10 +264,7 @@ TEST_F(MatchViewTest, InvalidOptionsAreRejectedByCheck) {
 }
 
 TEST_F(MatchViewTest, HoverShowsDistanceAndRatio) {
-  SetAutoRun(false);
-  OpenSamples();
-  view_->Run();
-  ASSERT_TRUE(WaitFinished(1));
+  ASSERT_NO_FATAL_FAILURE(MatchSamplesOnce());
   auto outcome = view_->outcome();
   ui::MatchCanvas* canvas = view_->canvas();
   // Midpoint of the line of the first inlier.
@@ -361,10 +363,7 @@ TEST_F(MatchViewTest, SwapExchangesTheImages) {
 }
 
 TEST_F(MatchViewTest, SavesDrawingAndReport) {
-  SetAutoRun(false);
-  OpenSamples();
-  view_->Run();
-  ASSERT_TRUE(WaitFinished(1));
+  ASSERT_NO_FATAL_FAILURE(MatchSamplesOnce());
   QTemporaryDir dir;
   QString why;
   const QString png = dir.filePath("drawing.png");
@@ -533,10 +532,7 @@ TEST_F(MatchViewTest, CaptionsStayWithinTheirPane) {
 }
 
 TEST_F(MatchViewTest, AFailedOpenKeepsThePaneAsItWas) {
-  SetAutoRun(false);
-  OpenSamples();
-  view_->Run();
-  ASSERT_TRUE(WaitFinished(1));
+  ASSERT_NO_FATAL_FAILURE(MatchSamplesOnce());
   const Counts before = Shown();
   const auto outcome = view_->outcome();
   QTemporaryDir dir;
@@ -559,10 +555,7 @@ TEST_F(MatchViewTest, AFailedOpenKeepsThePaneAsItWas) {
 }
 
 TEST_F(MatchViewTest, ReportSaysWhichFeaturesCameFromTheCache) {
-  SetAutoRun(false);
-  OpenSamples();
-  view_->Run();
-  ASSERT_TRUE(WaitFinished(1));
+  ASSERT_NO_FATAL_FAILURE(MatchSamplesOnce());
   QTemporaryDir dir;
   QString why;
   auto read = [&](const QString& path) {
@@ -587,10 +580,7 @@ TEST_F(MatchViewTest, ReportSaysWhichFeaturesCameFromTheCache) {
 }
 
 TEST_F(MatchViewTest, DrawingIsSavedOffTheGuiThread) {
-  SetAutoRun(false);
-  OpenSamples();
-  view_->Run();
-  ASSERT_TRUE(WaitFinished(1));
+  ASSERT_NO_FATAL_FAILURE(MatchSamplesOnce());
   QTemporaryDir dir;
   QStringList saved;
   QObject::connect(view_, &ui::MatchView::drawingSaved,

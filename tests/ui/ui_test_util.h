@@ -42,6 +42,15 @@ inline QApplication* App() {
   return app;
 }
 
+// The last child of `root` of type W (a button, an action) whose text is `text`; null if none.
+template <typename W>
+W* ChildByText(QObject* root, const QString& text) {
+  W* found = nullptr;
+  for (W* w : root->findChildren<W*>())
+    if (w->text() == text) found = w;
+  return found;
+}
+
 // Runs the event loop until `done` holds or `timeout_ms` passes; returns done().
 inline bool WaitFor(const std::function<bool()>& done, int timeout_ms = 60000) {
   QElapsedTimer timer;

@@ -8,7 +8,6 @@
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QSaveFile>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSplitter>
@@ -20,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include "fm/core/feature_io.h"
 #include "fm/matcher/draw.h"
 #include "fm/matcher/image.h"
 #include "fm/ui/error_dialog.h"
@@ -483,7 +483,7 @@ void MatchView::ShowOutcome(std::shared_ptr<const MatchOutcome> outcome) {
     // Enough inliers, too few distinct points among them: say so, not "no model".
     const int min_inliers = o.request.match.verify.min_inliers;
     const QString at_points =
-        v.num_inliers >= min_inliers && v.distinct_inliers < v.num_inliers
+        matcher::InliersTooCrowded(v, o.request.match.verify)
             ? (v.distinct_inliers == 1
                    ? tr(" (%1 inliers at one point)").arg(v.num_inliers)
                    : tr(" (%1 inliers at %2 distinct points)")
@@ -545,15 +545,15 @@ void MatchView::ShowMatchInfo(int index) {
 
 namespace {
 
-// Writes `size` bytes to `path` through a temporary file renamed into place, so a failed save
-// never leaves a half-written file; `why` gets the reason on failure.
+// Writes `size` bytes to `path` whole or not at all (core::WriteFileWhole, as the CLI's outputs);
+// `why` gets the reason on failure.
 bool WriteFileAtomically(const QString& path, const char* data, qint64 size, QString* why) {
-  QSaveFile file(path);
-  if (!file.open(QIODevice::WriteOnly) || file.write(data, size) != size || !file.commit()) {
-    if (why) *why = QObject::tr("Cannot write %1: %2").arg(path, file.errorString());
-    return false;
-  }
-  return true;
+  std::string reason;
+  if (core::WriteFileWhole(path.toStdString(), std::string(data, static_cast<std::size_t>(size)),
+                           &reason))
+    return true;
+  if (why) *why = QObject::tr("Cannot write %1: %2").arg(path, QString::fromStdString(reason));
+  return false;
 }
 
 // Draws `o` as DrawMatchResult does and writes it to `path` (PNG or JPEG by extension); returns

@@ -110,6 +110,11 @@ void DropEpipoleMatches(const cv::Mat& f, const std::vector<cv::Point2f>& pa,
 
 }  // namespace
 
+bool InliersTooCrowded(const Verification& v, const VerifyOptions& options) {
+  return !v.verified && options.distinct_points && v.num_inliers >= options.min_inliers &&
+         v.num_inliers > 0 && v.distinct_inliers < v.num_inliers;
+}
+
 Verification VerifyMatches(const std::vector<core::Keypoint>& a,
                            const std::vector<core::Keypoint>& b,
                            const std::vector<core::Match>& matches, const VerifyOptions& options) {

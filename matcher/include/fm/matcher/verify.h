@@ -51,6 +51,10 @@ struct Verification {
   int distinct_inliers = 0;
 };
 
+// Whether `v` was refused for where its inliers lie, not for their number: enough of them, too
+// few distinct points among them (what a front end tells its user).
+bool InliersTooCrowded(const Verification& v, const VerifyOptions& options);
+
 // Estimates the model from the matches' keypoints (query in image A, train in image B).
 Verification VerifyMatches(const std::vector<core::Keypoint>& a,
                            const std::vector<core::Keypoint>& b,
