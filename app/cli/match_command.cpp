@@ -39,14 +39,19 @@ void PrintSummary(const MatchArgs& args, const LoadedInput& a, const LoadedInput
   std::printf("  matches after filters (ratio %.2f%s%s): %zu\n", args.match.match.filter.ratio,
               args.match.match.filter.mutual ? ", mutual" : "",
               args.match.match.filter.max_distance > 0 ? ", max distance" : "", r.matches.size());
-  // A model with enough inliers that lie at too few distinct points says so.
+  // A model refused with inliers enough says why: they lie at too few distinct points, or
+  // matches at random would fit as well.
+  char by_chance[96];
+  std::snprintf(by_chance, sizeof by_chance, " (random matches would fit as well: NFA 10^%.1f)",
+                v.log10_nfa);
   const std::string collapsed =
       matcher::InliersTooCrowded(v, args.match.match.verify)
           ? (v.distinct_inliers == 1
                  ? std::string(" (its inliers lie at one point)")
                  : " (its inliers lie at " + std::to_string(v.distinct_inliers) +
                        " distinct points)")
-          : "";
+      : matcher::InliersByChance(v, args.match.match.verify) ? std::string(by_chance)
+                                                             : "";
   std::printf("  verified inliers (%s, %s, %.1f px): %d%s\n",
               matcher::GeometryModelName(v.model),
               matcher::UsacMethodName(args.match.match.verify.method),

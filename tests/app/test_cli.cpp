@@ -81,6 +81,33 @@ TEST_F(Cli_, AModelOnInliersAtOnePointIsNotVerifiedAndSaysWhy) {
   EXPECT_GE(j["geometry"]["inliers"].get<int>(), 8);
 }
 
+TEST_F(Cli_, AModelRandomMatchesFitAsWellIsNotVerifiedAndSaysWhy) {
+  // aloeL.jpg and home.jpg show different scenes; with the batch's settings a fundamental matrix
+  // fits 15-17 of their matches at distinct points, as it would random ones.
+  auto r = Cli("match " + kData + "/aloeL.jpg " + kData + "/home.jpg --backend cpu --mutual " +
+               "--model fundamental --min-inliers 15 --report " + Path("r.json"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("NOT verified (random matches would fit as well: NFA 10^"),
+            std::string::npos)
+      << r.out;
+  std::ifstream in(Path("r.json"));
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_FALSE(j["geometry"]["verified"].get<bool>());
+  EXPECT_GT(j["geometry"]["log10_nfa"].get<double>(), 0);
+  EXPECT_EQ(j["settings"]["max_nfa"].get<double>(), 1.0);
+  // Without the test the same model counts on its inliers alone.
+  auto off = Cli("match " + kData + "/aloeL.jpg " + kData + "/home.jpg --backend cpu --mutual " +
+                 "--model fundamental --min-inliers 15 --max-nfa 0 --json");
+  ASSERT_EQ(off.code, 0) << off.out;
+  const auto k = nlohmann::json::parse(off.out);
+  EXPECT_EQ(k["geometry"]["verified"].get<bool>(),
+            k["geometry"]["distinct_inliers"].get<int>() >= 15)
+      << off.out;
+  auto bad = Cli("match " + kData + "/box.png " + kData + "/box_in_scene.png --max-nfa -1");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.out.find("NFA"), std::string::npos) << bad.out;
+}
+
 TEST_F(Cli_, JsonOnStdout) {
   auto r = Cli("match " + kData + "/box.png " + kData + "/box_in_scene.png --backend cpu --json");
   ASSERT_EQ(r.code, 0) << r.out;

@@ -1,9 +1,13 @@
-// Geometric verification: a model counts as verified only on inliers at distinct points, and a
-// fundamental matrix not on matches at its epipoles.
+// Geometric verification: a model counts as verified only on inliers at distinct points, a
+// fundamental matrix not on matches at its epipoles, and only a model that matches at random
+// would not fit as well (its number of false alarms under one).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <opencv2/core.hpp>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "fm/core/knn.h"
@@ -55,6 +59,9 @@ TEST(Verify, AHomographyOnSpreadInliersIsVerified) {
   EXPECT_EQ(v.num_inliers, 40);
   EXPECT_EQ(v.distinct_inliers, 40);
   EXPECT_FALSE(InliersTooCrowded(v, VerifyOptions{}));
+  EXPECT_FALSE(InliersByChance(v, VerifyOptions{}));
+  // 40 exact fits out of 40: chance would give that about never.
+  EXPECT_LT(v.log10_nfa, -100);
 }
 
 // Thirty features of A matched to points of B within `spread` px of (500.5, 20.25) (say a corner
@@ -77,6 +84,7 @@ TEST(Verify, ManyMatchesOntoOnePointVerifyNothing) {
   for (GeometryModel model : {GeometryModel::kHomography, GeometryModel::kFundamental}) {
     VerifyOptions o;
     o.model = model;
+    o.max_nfa = 0;  // this rule alone
     const Verification v = VerifyMatches(s.a, s.b, s.matches, o);
     EXPECT_GE(v.num_inliers, 30) << GeometryModelName(model);
     EXPECT_FALSE(v.verified) << GeometryModelName(model) << ": " << v.num_inliers << " inliers, "
@@ -92,6 +100,7 @@ TEST(Verify, MatchesAtAnEpipoleAreNoEvidenceForAFundamentalMatrix) {
   const Scene s = Folded(4.0f);
   VerifyOptions o;
   o.model = GeometryModel::kFundamental;
+  o.max_nfa = 0;  // this rule alone
   const Verification v = VerifyMatches(s.a, s.b, s.matches, o);
   EXPECT_GE(v.num_inliers, 20);
   EXPECT_FALSE(v.verified) << v.num_inliers << " inliers, " << v.distinct_inliers << " distinct";
@@ -109,6 +118,54 @@ TEST(Verify, AFundamentalMatrixOfATranslationCountsEveryInlier) {
   const Verification v = VerifyMatches(s.a, s.b, s.matches, o);
   EXPECT_TRUE(v.verified);
   EXPECT_GE(v.distinct_inliers, 36);  // a few may share a cell or fall outside the threshold
+  EXPECT_LT(v.log10_nfa, -20);
+}
+
+// Matches with nothing in common: each point of A paired with a random point of B.
+Scene Random(int n, uint32_t seed) {
+  Scene s;
+  const auto p = Spread(2 * n, seed);
+  for (int i = 0; i < n; ++i) s.Add(p[i].x, p[i].y, p[n + i].x, p[n + i].y);
+  return s;
+}
+
+TEST(Verify, AModelRandomMatchesFitAsWellIsNotVerified) {
+  // A fundamental matrix confines a match to a line: among 150 random matches one passes within
+  // 3 px of several, at distinct points, enough for the inlier count alone.
+  const Scene s = Random(150, 7);
+  VerifyOptions o;
+  o.model = GeometryModel::kFundamental;
+  o.max_nfa = 0;
+  const Verification counted = VerifyMatches(s.a, s.b, s.matches, o);
+  ASSERT_GE(counted.distinct_inliers, o.min_inliers) << "no chance fit to refuse";
+  EXPECT_TRUE(counted.verified);
+  // The inlier count is what chance gives: refused, and said why.
+  o.max_nfa = 1;
+  const Verification v = VerifyMatches(s.a, s.b, s.matches, o);
+  EXPECT_FALSE(v.verified) << v.num_inliers << " inliers, log10 NFA " << v.log10_nfa;
+  EXPECT_GT(v.log10_nfa, 0);
+  EXPECT_TRUE(InliersByChance(v, o));
+  EXPECT_FALSE(InliersTooCrowded(v, o));
+  // The same matches with 30 fits of a real motion among them are verified.
+  Scene t = s;
+  std::mt19937 rng(8);
+  std::uniform_real_distribution<float> depth(1.0f, 3.0f);
+  for (const cv::Point2f& p : Spread(30, 9)) t.Add(p.x, p.y, p.x + 60.0f / depth(rng), p.y);
+  const Verification w = VerifyMatches(t.a, t.b, t.matches, o);
+  EXPECT_TRUE(w.verified) << w.num_inliers << " inliers, log10 NFA " << w.log10_nfa;
+  EXPECT_LT(w.log10_nfa, 0);
+}
+
+TEST(Verify, TheFalseAlarmBoundIsChecked) {
+  VerifyOptions o;
+  std::string why;
+  for (double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    o.max_nfa = bad;
+    EXPECT_FALSE(o.Check(&why)) << bad;
+    EXPECT_NE(why.find("NFA"), std::string::npos) << why;
+  }
+  o.max_nfa = 0;
+  EXPECT_TRUE(o.Check(&why));
 }
 
 TEST(Verify, UnrelatedPhotographsAreNotVerifiedByAFoldedHomography) {
@@ -131,6 +188,28 @@ TEST(Verify, UnrelatedPhotographsAreNotVerifiedByAFoldedHomography) {
   const MatchResult g = MatchFeatures(graf1, features("graf3.png"), o, *cpu);
   EXPECT_TRUE(g.verification.verified);
   EXPECT_GE(g.verification.distinct_inliers, g.verification.num_inliers * 9 / 10);
+}
+
+TEST(Verify, UnrelatedPhotographsAreNotVerifiedByAChanceFundamentalMatrix) {
+  FM_REQUIRE_SAMPLES("aloeL.jpg", "home.jpg", "left01.jpg", "left02.jpg");
+  // The batch's settings. aloeL.jpg and home.jpg show different scenes; a fundamental matrix
+  // fitted 17 of their 89 matches, at 16 distinct points, what random matches give.
+  auto features = [](const char* name) {
+    return ExtractFeatures(LoadGrayImage(test::Sample(name)), SiftOptions{});
+  };
+  auto cpu = core::CreateCpuKnnBackend();
+  MatchOptions o;
+  o.filter.mutual = true;
+  o.verify.model = GeometryModel::kFundamental;
+  o.verify.min_inliers = 15;
+  const MatchResult r = MatchFeatures(features("aloeL.jpg"), features("home.jpg"), o, *cpu);
+  EXPECT_FALSE(r.verification.verified)
+      << r.verification.num_inliers << " inliers, log10 NFA " << r.verification.log10_nfa;
+  EXPECT_GT(r.verification.log10_nfa, 0);
+  // Two views of one chessboard: hundreds of inliers, a number of false alarms far under one.
+  const MatchResult g = MatchFeatures(features("left01.jpg"), features("left02.jpg"), o, *cpu);
+  EXPECT_TRUE(g.verification.verified);
+  EXPECT_LT(g.verification.log10_nfa, -100);
 }
 
 }  // namespace

@@ -622,5 +622,28 @@ TEST_F(MatchViewTest, InliersAtOnePointAreShownAsNotVerified) {
   EXPECT_TRUE(shown.contains(QString("(%1 ").arg(v.num_inliers) + at)) << shown.toStdString();
 }
 
+TEST_F(MatchViewTest, AModelRandomMatchesFitAsWellIsShownAsNotVerified) {
+  FM_REQUIRE_SAMPLES("aloeL.jpg", "home.jpg");
+  // Different scenes, the batch's settings: a fundamental matrix fits 15-17 matches at distinct
+  // points, as many as random matches give.
+  SetAutoRun(false);
+  matcher::MatchOptions m;
+  m.filter.mutual = true;
+  m.verify.model = matcher::GeometryModel::kFundamental;
+  m.verify.min_inliers = 15;
+  view_->options()->SetMatch(m);
+  view_->OpenImage(0, QString::fromStdString(test::Sample("aloeL.jpg")));
+  view_->OpenImage(1, QString::fromStdString(test::Sample("home.jpg")));
+  ASSERT_TRUE(WaitFor([&] { return view_->imageReady(0) && view_->imageReady(1); }));
+  view_->Run();
+  ASSERT_TRUE(WaitFinished(1)) << errors_.join("\n").toStdString();
+  const auto& v = view_->outcome()->result.verification;
+  EXPECT_FALSE(v.verified);
+  const QString shown = view_->findChild<QLabel*>("fm_model")->text();
+  EXPECT_TRUE(shown.contains(QString("(%1 inliers, as random matches would give: NFA 10^")
+                                 .arg(v.num_inliers)))
+      << shown.toStdString();
+}
+
 }  // namespace
 }  // namespace fm

@@ -489,6 +489,10 @@ void MatchView::ShowOutcome(std::shared_ptr<const MatchOutcome> outcome) {
                    : tr(" (%1 inliers at %2 distinct points)")
                          .arg(v.num_inliers)
                          .arg(v.distinct_inliers))
+        : matcher::InliersByChance(v, o.request.match.verify)
+            ? tr(" (%1 inliers, as random matches would give: NFA 10^%2)")
+                  .arg(v.num_inliers)
+                  .arg(v.log10_nfa, 0, 'f', 1)
             : QString();
     model_->setText(tr("✘ no %1 with %2 inliers%3")
                         .arg(matcher::GeometryModelName(o.request.match.verify.model))

@@ -137,6 +137,10 @@ OptionsPanel::OptionsPanel(QWidget* parent, GpuProbe gpu_probe) : QWidget(parent
   vf->addRow(tr("Min inliers"),
              min_inliers_ =
                  IntBox("min_inliers", 0, 100000, tr("Inliers needed to call the pair verified")));
+  vf->addRow(tr("Max NFA"),
+             max_nfa_ = RealBox("max_nfa", 0, 1e6, 0.1, 3,
+                                tr("Most false alarms a verified model may have: how often "
+                                   "matches at random would fit as well (0 = no test)")));
   layout->addWidget(verify_box);
 
   auto* backend_box = new QGroupBox(tr("Backend"));
@@ -221,6 +225,7 @@ matcher::MatchOptions OptionsPanel::match() const {
   o.verify.confidence = confidence_->value();
   o.verify.max_iterations = max_iterations_->value();
   o.verify.min_inliers = min_inliers_->value();
+  o.verify.max_nfa = max_nfa_->value();
   return o;
 }
 
@@ -263,6 +268,7 @@ void OptionsPanel::SetMatch(const matcher::MatchOptions& o) {
   confidence_->setValue(o.verify.confidence);
   max_iterations_->setValue(o.verify.max_iterations);
   min_inliers_->setValue(o.verify.min_inliers);
+  max_nfa_->setValue(o.verify.max_nfa);
   loading_ = was;
   Revalidate();
 }

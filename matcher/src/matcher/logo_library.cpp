@@ -818,6 +818,7 @@ LogoQueryResult LogoLibrary::Query(const core::Features& scene, const LogoQueryO
   // at distinct points of the scene, `logos eval --seed 1 --scenes 400` lost two logos under
   // 80 px wide (top-1 95.3 -> 94.9 %).
   vo.distinct_points = false;
+  vo.max_nfa = 0;  // the same: its own rules decide
   // One instance: a homography from `matches`, plausible for a flat logo, and its inliers with
   // each logo keypoint and each scene keypoint counted once (several scene features matched to
   // one logo feature, or the reverse, are one piece of evidence).

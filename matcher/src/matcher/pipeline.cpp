@@ -1,6 +1,7 @@
 #include "fm/matcher/pipeline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "fm/core/timer.h"
@@ -119,7 +120,8 @@ nlohmann::json FilterAndVerifySettingsToJson(const MatchOptions& m) {
           {"confidence", m.verify.confidence},
           {"max_iterations", m.verify.max_iterations},
           {"min_inliers", m.verify.min_inliers},
-          {"distinct_points", m.verify.distinct_points}};
+          {"distinct_points", m.verify.distinct_points},
+          {"max_nfa", m.verify.max_nfa}};
 }
 
 nlohmann::json MatchSettingsToJson(const SiftOptions& sift, const MatchOptions& m,
@@ -142,7 +144,8 @@ nlohmann::json MatchResultToJson(const MatchResult& result, const core::Features
   json g = {{"model", GeometryModelName(v.model)},
             {"verified", v.verified},
             {"inliers", v.num_inliers},
-            {"distinct_inliers", v.distinct_inliers}};
+            {"distinct_inliers", v.distinct_inliers},
+            {"log10_nfa", std::isfinite(v.log10_nfa) ? json(v.log10_nfa) : json(nullptr)}};
   if (!v.matrix.empty()) {
     json m = json::array();
     for (int r = 0; r < v.matrix.rows; ++r) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <set>
 #include <opencv2/calib3d.hpp>
 #include <stdexcept>
 #include <utility>
@@ -58,6 +60,7 @@ bool VerifyOptions::Check(std::string* why) const {
   if (!(confidence > 0 && confidence < 1)) return bad("confidence must be in (0, 1)");
   if (max_iterations < 1) return bad("max iterations must be >= 1");
   if (min_inliers < 0) return bad("min inliers must be >= 0");
+  if (!(max_nfa >= 0 && std::isfinite(max_nfa))) return bad("max NFA must be >= 0 (0 = no test)");
   return true;
 }
 
@@ -108,11 +111,107 @@ void DropEpipoleMatches(const cv::Mat& f, const std::vector<cv::Point2f>& pa,
     if ((*counts)[i] && (near(e, pa[i]) || near(e2, pb[i]))) (*counts)[i] = 0;
 }
 
+// The inliers (at distinct points, with distinct_points) a verified model needs: min_inliers, and
+// at least the sample the model is estimated from.
+int InliersNeeded(const VerifyOptions& options) {
+  return std::max(options.min_inliers, options.model == GeometryModel::kHomography ? 4 : 8);
+}
+
+// log10 of the binomial coefficient C(n, k).
+double Log10Binomial(double n, double k) {
+  return (std::lgamma(n + 1) - std::lgamma(k + 1) - std::lgamma(n - k + 1)) / std::log(10.0);
+}
+
+// Verification::log10_nfa of `model` (3x3) over the matches pa[i] -> pb[i] whose `use` byte is
+// set. The background: image B's keypoints' bounding box, over which a random match's point
+// falls uniformly. A match fits within e px of a homography's transfer with probability
+// alpha(e) = pi e^2 / area, of a fundamental matrix's epipolar line with 2 e diagonal / area.
+// k matches fitting within e_k (the k-th smallest residual) out of n, m of them the sample the
+// model came from, happen by chance NFA(k) = models (n - m) C(n, k) C(k, m) alpha(e_k)^(k - m)
+// times (models: the solutions one sample gives, 1 for a homography, 3 for the 7-point
+// fundamental matrix). The a contrario test of Moisan and Stival (2004), as AC-RANSAC uses it.
+double Log10Nfa(GeometryModel kind, const cv::Matx33d& model, const std::vector<cv::Point2f>& pa,
+                const std::vector<cv::Point2f>& pb, const std::vector<uint8_t>& use,
+                const std::vector<core::Keypoint>& b, double threshold) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const bool homography = kind == GeometryModel::kHomography;
+  float x0 = std::numeric_limits<float>::max(), y0 = x0, x1 = -x0, y1 = -x0;
+  for (const auto& kp : b) {
+    x0 = std::min(x0, kp.x), y0 = std::min(y0, kp.y);
+    x1 = std::max(x1, kp.x), y1 = std::max(y1, kp.y);
+  }
+  if (b.empty()) return kInf;
+  const double w = std::max(1.0, static_cast<double>(x1) - x0);
+  const double h = std::max(1.0, static_cast<double>(y1) - y0);
+  const double area = w * h, diagonal = std::hypot(w, h);
+
+  struct Fit {
+    double residual;
+    std::size_t i;
+  };
+  std::vector<Fit> fits;
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    if (!use[i]) continue;
+    const cv::Vec3d x(pa[i].x, pa[i].y, 1.0);
+    const cv::Vec3d l = model * x;
+    double r = kInf;
+    if (homography) {
+      if (std::abs(l[2]) > 1e-12) r = std::hypot(l[0] / l[2] - pb[i].x, l[1] / l[2] - pb[i].y);
+    } else {
+      const double norm = std::hypot(l[0], l[1]);
+      if (norm > 0) r = std::abs(l[0] * pb[i].x + l[1] * pb[i].y + l[2]) / norm;
+    }
+    if (std::isfinite(r)) fits.push_back({r, i});
+  }
+  std::sort(fits.begin(), fits.end(), [](const Fit& p, const Fit& q) {
+    return p.residual < q.residual || (p.residual == q.residual && p.i < q.i);
+  });
+  // One match a cell of each image, the best fitting: matches onto one spot are one piece of
+  // evidence, not several.
+  const double cell = std::max(1.0, threshold);
+  auto cell_of = [&](const cv::Point2f& p) {
+    return std::pair<int64_t, int64_t>(static_cast<int64_t>(std::floor(p.x / cell)),
+                                       static_cast<int64_t>(std::floor(p.y / cell)));
+  };
+  std::set<std::pair<int64_t, int64_t>> taken_a, taken_b;
+  std::vector<double> residuals;
+  for (const Fit& f : fits) {
+    const auto ca = cell_of(pa[f.i]), cb = cell_of(pb[f.i]);
+    if (taken_a.count(ca) || taken_b.count(cb)) continue;
+    taken_a.insert(ca);
+    taken_b.insert(cb);
+    residuals.push_back(f.residual);
+  }
+  const int n = static_cast<int>(residuals.size());
+  const int m = homography ? 4 : 7;
+  const double models = homography ? 1.0 : 3.0;
+  if (n <= m) return kInf;
+  // Keypoints are placed to about a tenth of a pixel: a closer fit is no stronger evidence.
+  constexpr double kPrecision = 0.1;
+  const double head = std::log10(models) + std::log10(static_cast<double>(n - m));
+  double best = kInf;
+  for (int k = m + 1; k <= n && residuals[k - 1] <= threshold; ++k) {
+    const double e = std::max(residuals[k - 1], kPrecision);
+    const double alpha =
+        std::min(1.0, homography ? CV_PI * e * e / area : 2.0 * e * diagonal / area);
+    const double l = head + Log10Binomial(n, k) + Log10Binomial(k, m) + (k - m) * std::log10(alpha);
+    best = std::min(best, l);
+  }
+  return best;
+}
+
 }  // namespace
 
 bool InliersTooCrowded(const Verification& v, const VerifyOptions& options) {
-  return !v.verified && options.distinct_points && v.num_inliers >= options.min_inliers &&
-         v.num_inliers > 0 && v.distinct_inliers < v.num_inliers;
+  const int need = InliersNeeded(options);
+  return !v.verified && options.distinct_points && v.num_inliers > 0 && v.num_inliers >= need &&
+         v.distinct_inliers < need;
+}
+
+bool InliersByChance(const Verification& v, const VerifyOptions& options) {
+  const int support = options.distinct_points ? v.distinct_inliers : v.num_inliers;
+  return !v.verified && options.max_nfa > 0 && v.num_inliers > 0 &&
+         support >= InliersNeeded(options) && !(v.log10_nfa < std::log10(options.max_nfa));
 }
 
 Verification VerifyMatches(const std::vector<core::Keypoint>& a,
@@ -124,8 +223,7 @@ Verification VerifyMatches(const std::vector<core::Keypoint>& a,
   v.model = options.model;
   v.inliers.assign(matches.size(), 0);
   if (options.model == GeometryModel::kNone) return v;
-  const std::size_t min_sample = options.model == GeometryModel::kHomography ? 4 : 8;
-  if (matches.size() < min_sample) return v;
+  if (matches.size() < (options.model == GeometryModel::kHomography ? 4u : 8u)) return v;
 
   std::vector<cv::Point2f> pa, pb;
   pa.reserve(matches.size());
@@ -175,16 +273,18 @@ Verification VerifyMatches(const std::vector<core::Keypoint>& a,
   }
   // The evidence: inliers at distinct points (a cell of the inlier threshold) in both images, and
   // for a fundamental matrix not at an epipole (within twice the threshold).
-  std::vector<uint8_t> counts(pa.size());
-  for (std::size_t i = 0; i < counts.size(); ++i) counts[i] = mask.data[i] ? 1 : 0;
+  std::vector<uint8_t> use(pa.size(), 1);  // the matches that count: not at an epipole
   if (options.model == GeometryModel::kFundamental)
-    DropEpipoleMatches(v.matrix, pa, pb, 2 * options.threshold, &counts);
+    DropEpipoleMatches(v.matrix, pa, pb, 2 * options.threshold, &use);
+  std::vector<uint8_t> counts(pa.size());
+  for (std::size_t i = 0; i < counts.size(); ++i) counts[i] = mask.data[i] && use[i] ? 1 : 0;
   const double cell = std::max(1.0, options.threshold);
   v.distinct_inliers =
       std::min(DistinctPositions(pa, counts, cell), DistinctPositions(pb, counts, cell));
   const int support = options.distinct_points ? v.distinct_inliers : v.num_inliers;
-  v.verified = v.num_inliers > 0 && support >= options.min_inliers &&
-               support >= static_cast<int>(min_sample);
+  v.log10_nfa = Log10Nfa(options.model, cv::Matx33d(v.matrix), pa, pb, use, b, options.threshold);
+  v.verified = v.num_inliers > 0 && support >= InliersNeeded(options) &&
+               (options.max_nfa <= 0 || v.log10_nfa < std::log10(options.max_nfa));
   return v;
 }
 

@@ -84,6 +84,7 @@ class OptionsPanel : public QWidget {
   QDoubleSpinBox* confidence_;
   QSpinBox* max_iterations_;
   QSpinBox* min_inliers_;
+  QDoubleSpinBox* max_nfa_;
   // Backend
   QComboBox* kind_;
   QLabel* gpu_label_;
