@@ -189,13 +189,16 @@ double Log10Nfa(GeometryModel kind, const cv::Matx33d& model, const std::vector<
   // Keypoints are placed to about a tenth of a pixel: a closer fit is no stronger evidence.
   constexpr double kPrecision = 0.1;
   const double head = std::log10(models) + std::log10(static_cast<double>(n - m));
+  // log10 C(n, k) and log10 C(k, m), carried from one k to the next.
+  double choose_n = Log10Binomial(n, m), choose_m = 0;
   double best = kInf;
   for (int k = m + 1; k <= n && residuals[k - 1] <= threshold; ++k) {
+    choose_n += std::log10(static_cast<double>(n - k + 1) / k);
+    choose_m += std::log10(static_cast<double>(k) / (k - m));
     const double e = std::max(residuals[k - 1], kPrecision);
     const double alpha =
         std::min(1.0, homography ? CV_PI * e * e / area : 2.0 * e * diagonal / area);
-    const double l = head + Log10Binomial(n, k) + Log10Binomial(k, m) + (k - m) * std::log10(alpha);
-    best = std::min(best, l);
+    best = std::min(best, head + choose_n + choose_m + (k - m) * std::log10(alpha));
   }
   return best;
 }
