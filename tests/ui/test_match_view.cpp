@@ -643,6 +643,16 @@ TEST_F(MatchViewTest, AModelRandomMatchesFitAsWellIsShownAsNotVerified) {
   EXPECT_TRUE(shown.contains(QString("(%1 inliers, as random matches would give: NFA 10^")
                                  .arg(v.num_inliers)))
       << shown.toStdString();
+  // The panel's "Max NFA" at 0 turns the test off: the inliers alone decide.
+  auto* max_nfa = view_->findChild<QDoubleSpinBox*>("max_nfa");
+  ASSERT_NE(max_nfa, nullptr);
+  EXPECT_EQ(max_nfa->value(), 1.0);
+  max_nfa->setValue(0);
+  view_->Run();
+  ASSERT_TRUE(WaitFinished(2)) << errors_.join("\n").toStdString();
+  const auto& w = view_->outcome()->result.verification;
+  EXPECT_EQ(w.verified, w.distinct_inliers >= 15) << w.distinct_inliers;
+  EXPECT_FALSE(view_->findChild<QLabel*>("fm_model")->text().contains("random matches"));
 }
 
 }  // namespace
