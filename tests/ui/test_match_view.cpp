@@ -93,6 +93,17 @@ class MatchViewTest : public ::testing::Test {
     ASSERT_TRUE(WaitFinished(1));
   }
 
+  // Two other sample images matched once with the panel's options; their verification.
+  void MatchOnce(const char* a, const char* b, const matcher::Verification** v) {
+    SetAutoRun(false);
+    view_->OpenImage(0, QString::fromStdString(test::Sample(a)));
+    view_->OpenImage(1, QString::fromStdString(test::Sample(b)));
+    ASSERT_TRUE(WaitFor([&] { return view_->imageReady(0) && view_->imageReady(1); }));
+    view_->Run();
+    ASSERT_TRUE(WaitFinished(1)) << errors_.join("\n").toStdString();
+    *v = &view_->outcome()->result.verification;
+  }
+
   // Waits for `n` finished matches and for the controller to go idle.
   bool WaitFinished(int n) {
     return WaitFor([&] { return finished_ >= n && !view_->busy(); });
@@ -607,13 +618,9 @@ TEST_F(MatchViewTest, DrawingIsSavedOffTheGuiThread) {
 TEST_F(MatchViewTest, InliersAtOnePointAreShownAsNotVerified) {
   // graf1.png and left01.jpg show nothing in common: the homography through the one chessboard
   // point many graffiti features match has enough inliers, but at one point.
-  SetAutoRun(false);
-  view_->OpenImage(0, QString::fromStdString(test::Sample("graf1.png")));
-  view_->OpenImage(1, QString::fromStdString(test::Sample("left01.jpg")));
-  ASSERT_TRUE(WaitFor([&] { return view_->imageReady(0) && view_->imageReady(1); }));
-  view_->Run();
-  ASSERT_TRUE(WaitFinished(1)) << errors_.join("\n").toStdString();
-  const auto& v = view_->outcome()->result.verification;
+  const matcher::Verification* p = nullptr;
+  ASSERT_NO_FATAL_FAILURE(MatchOnce("graf1.png", "left01.jpg", &p));
+  const auto& v = *p;
   EXPECT_FALSE(v.verified);
   const QString shown = view_->findChild<QLabel*>("fm_model")->text();
   const QString at = v.distinct_inliers == 1
@@ -626,18 +633,14 @@ TEST_F(MatchViewTest, AModelRandomMatchesFitAsWellIsShownAsNotVerified) {
   FM_REQUIRE_SAMPLES("aloeL.jpg", "home.jpg");
   // Different scenes, the batch's settings: a fundamental matrix fits 15-17 matches at distinct
   // points, as many as random matches give.
-  SetAutoRun(false);
   matcher::MatchOptions m;
   m.filter.mutual = true;
   m.verify.model = matcher::GeometryModel::kFundamental;
   m.verify.min_inliers = 15;
   view_->options()->SetMatch(m);
-  view_->OpenImage(0, QString::fromStdString(test::Sample("aloeL.jpg")));
-  view_->OpenImage(1, QString::fromStdString(test::Sample("home.jpg")));
-  ASSERT_TRUE(WaitFor([&] { return view_->imageReady(0) && view_->imageReady(1); }));
-  view_->Run();
-  ASSERT_TRUE(WaitFinished(1)) << errors_.join("\n").toStdString();
-  const auto& v = view_->outcome()->result.verification;
+  const matcher::Verification* p = nullptr;
+  ASSERT_NO_FATAL_FAILURE(MatchOnce("aloeL.jpg", "home.jpg", &p));
+  const auto& v = *p;
   EXPECT_FALSE(v.verified);
   const QString shown = view_->findChild<QLabel*>("fm_model")->text();
   EXPECT_TRUE(shown.contains(QString("(%1 inliers, as random matches would give: NFA 10^")
