@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <set>
 #include <opencv2/calib3d.hpp>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
