@@ -7,8 +7,10 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QTest>
 
 #include "../matcher/test_images.h"
 #include "fm/matcher/batch.h"
@@ -143,6 +145,10 @@ TEST_F(BatchViewTest, CancelSaysItIsPendingAndKeepsTheCommittedPairs) {
                             dir_.filePath(QString("images/") + name)));
   QPushButton* cancel = test::ChildByText<QPushButton>(view_, "Cancel");
   ASSERT_NE(cancel, nullptr);
+  // Cancel by its key: Esc on the Batch tab, through the window's shortcut map.
+  window_->tabs()->setCurrentWidget(view_);
+  window_->activateWindow();
+  ASSERT_TRUE(QTest::qWaitForWindowActive(window_.get()));
   auto* stage = view_->findChild<QLabel*>("fm_batch_stage");
   ASSERT_NE(stage, nullptr);
   bool pressed = false, pending_shown = false, disabled = false;
@@ -152,7 +158,7 @@ TEST_F(BatchViewTest, CancelSaysItIsPendingAndKeepsTheCommittedPairs) {
                    [&](const matcher::BatchProgress& p) {
                      if (pressed || p.stage != matcher::BatchStage::kMatching) return;
                      EXPECT_TRUE(cancel->isEnabled());
-                     cancel->click();
+                     QTest::keyClick(view_, Qt::Key_Escape);
                      pressed = true;
                      pending_shown = stage->text().startsWith("Cancelling");
                      disabled = !cancel->isEnabled();

@@ -15,6 +15,7 @@
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTemporaryDir>
+#include <QTest>
 #include <QUrl>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -509,6 +510,26 @@ TEST_F(MatchViewTest, EscShowsThatTheCancelIsPendingUntilTheWorkerStops) {
     return !view_->busy();
   }));
   EXPECT_TRUE(kept);
+  ASSERT_TRUE(WaitFor([&] { return stage->text() == "Cancelled"; }, 5000))
+      << stage->text().toStdString();
+  EXPECT_EQ(finished_, 0);
+}
+
+TEST_F(MatchViewTest, EscapeKeyCancelsTheMatch) {
+  // The key itself, through the window's shortcut map, not the action triggered by the test.
+  SetAutoRun(false);
+  view_->OpenImage(0, QString::fromStdString(test::Sample("graf1.png")));
+  view_->OpenImage(1, QString::fromStdString(test::Sample("graf3.png")));
+  ASSERT_TRUE(WaitFor([&] { return view_->imageReady(0) && view_->imageReady(1); }));
+  window_->activateWindow();
+  ASSERT_TRUE(QTest::qWaitForWindowActive(window_.get()));
+  auto* stage = view_->findChild<QLabel*>("fm_stage");
+  ASSERT_NE(stage, nullptr);
+  view_->Run();
+  ASSERT_TRUE(view_->busy());
+  QTest::keyClick(view_, Qt::Key_Escape);
+  EXPECT_TRUE(stage->text().startsWith("Cancelling")) << stage->text().toStdString();
+  ASSERT_TRUE(WaitFor([&] { return !view_->busy(); }));
   ASSERT_TRUE(WaitFor([&] { return stage->text() == "Cancelled"; }, 5000))
       << stage->text().toStdString();
   EXPECT_EQ(finished_, 0);

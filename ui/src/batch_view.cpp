@@ -1,6 +1,7 @@
 #include "fm/ui/batch_view.h"
 
 #include <QAbstractTableModel>
+#include <QAction>
 #include <QComboBox>
 #include <QDir>
 #include <QFileDialog>
@@ -204,11 +205,14 @@ BatchView::BatchView(const OptionsPanel* options, QWidget* parent)
   connect(run_, &QPushButton::clicked, this, &BatchView::Run);
   cancel_ = new QPushButton(st->standardIcon(QStyle::SP_MediaStop), tr("Cancel"));
   cancel_->setObjectName("fm_batch_cancel");
-  // Esc as in the Match view; a button's shortcut only works while the button is shown, that is
-  // while this view is the current tab.
-  cancel_->setShortcut(QKeySequence(Qt::Key_Escape));
   cancel_->setToolTip(tr("Stop after the images or pairs in flight; Run / Resume continues (Esc)"));
   connect(cancel_, &QPushButton::clicked, this, &BatchView::Cancel);
+  // Esc as in the Match view, while this view is shown (the current tab), and at once: a
+  // button's own shortcut clicks it a tenth of a second later, pairs that go on being matched.
+  cancel_key_ = new QAction(tr("Cancel"), this);
+  cancel_key_->setShortcut(QKeySequence(Qt::Key_Escape));
+  addAction(cancel_key_);
+  connect(cancel_key_, &QAction::triggered, this, &BatchView::Cancel);
   open_db_ = new QPushButton(st->standardIcon(QStyle::SP_DialogOpenButton), tr("Show Database..."));
   connect(open_db_, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Show database"), database_->text(),
@@ -421,6 +425,7 @@ void BatchView::UpdateActions() {
   run_->setEnabled(valid && !running());
   // Pressing Cancel again while the work in flight finishes would do nothing.
   cancel_->setEnabled(running() && !cancelling_);
+  cancel_key_->setEnabled(cancel_->isEnabled());
 }
 
 void BatchView::Run() {

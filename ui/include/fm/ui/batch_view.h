@@ -9,6 +9,7 @@
 
 #include "fm/matcher/batch.h"
 
+class QAction;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -74,6 +75,7 @@ class BatchView : public QWidget {
   QWidget* list_row_;
   QPushButton* run_;
   QPushButton* cancel_;
+  QAction* cancel_key_;  // Esc
   QPushButton* open_db_;
   QProgressBar* progress_;
   QLabel* stage_;
