@@ -1,4 +1,5 @@
 // featmatch match A B: extract (or load) features, match, verify, report, draw.
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <filesystem>
@@ -52,13 +53,17 @@ void PrintSummary(const MatchArgs& args, const LoadedInput& a, const LoadedInput
                        " distinct points)")
       : matcher::InliersByChance(v, args.match.match.verify) ? std::string(by_chance)
                                                              : "";
+  // A verified model's strength: how often random matches would fit as well.
+  char strength[48] = "";
+  if (v.verified && std::isfinite(v.log10_nfa))
+    std::snprintf(strength, sizeof strength, "  (NFA 10^%.1f)", v.log10_nfa);
   std::printf("  verified inliers (%s, %s, %.1f px): %d%s\n",
               matcher::GeometryModelName(v.model),
               matcher::UsacMethodName(args.match.match.verify.method),
               args.match.match.verify.threshold, v.num_inliers,
               v.model == matcher::GeometryModel::kNone
                   ? " (verification off)"
-                  : (v.verified ? "" : "  -- NOT verified" + collapsed).c_str());
+                  : (v.verified ? std::string(strength) : "  -- NOT verified" + collapsed).c_str());
   if (!v.matrix.empty()) {
     std::printf("  %s:\n", matcher::GeometryModelName(v.model));
     for (int i = 0; i < 3; ++i)

@@ -108,6 +108,20 @@ TEST_F(Cli_, AModelRandomMatchesFitAsWellIsNotVerifiedAndSaysWhy) {
   EXPECT_NE(bad.out.find("NFA"), std::string::npos) << bad.out;
 }
 
+TEST_F(Cli_, AVerifiedModelSaysHowStrongItIs) {
+  auto r = Cli("match " + kData + "/box.png " + kData + "/box_in_scene.png --backend cpu --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j["geometry"]["verified"].get<bool>());
+  const double nfa = j["geometry"]["log10_nfa"].get<double>();
+  EXPECT_LT(nfa, -100);  // 79 inliers of 94 matches
+  auto s = Cli("match " + kData + "/box.png " + kData + "/box_in_scene.png --backend cpu");
+  ASSERT_EQ(s.code, 0) << s.out;
+  char expected[48];
+  std::snprintf(expected, sizeof expected, "(NFA 10^%.1f)", nfa);
+  EXPECT_NE(s.out.find(expected), std::string::npos) << s.out;
+}
+
 TEST_F(Cli_, JsonOnStdout) {
   auto r = Cli("match " + kData + "/box.png " + kData + "/box_in_scene.png --backend cpu --json");
   ASSERT_EQ(r.code, 0) << r.out;

@@ -157,6 +157,12 @@ TEST_F(MatchViewTest, CountsShownAreTheLibrarys) {
   ASSERT_GT(lib.matches, 20);  // a real match, not an empty result
   ASSERT_GT(lib.inliers, 10);
   ExpectSame(Shown(), lib);
+  // The model's strength beside "verified", as the report gives it.
+  const auto& v = view_->outcome()->result.verification;
+  ASSERT_TRUE(v.verified);
+  EXPECT_TRUE(view_->findChild<QLabel*>("fm_model")->text().contains(
+      QString("verified (NFA 10^%1)").arg(v.log10_nfa, 0, 'f', 1)))
+      << view_->findChild<QLabel*>("fm_model")->text().toStdString();
   const QString times = view_->findChild<QLabel*>("fm_times")->text();
   EXPECT_TRUE(times.contains("knn")) << times.toStdString();
   EXPECT_TRUE(times.contains("verify")) << times.toStdString();

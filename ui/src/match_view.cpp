@@ -16,6 +16,7 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 
@@ -477,7 +478,11 @@ void MatchView::ShowOutcome(std::shared_ptr<const MatchOutcome> outcome) {
     model_->setText(tr("verification off"));
     model_->setStyleSheet("");
   } else if (v.verified) {
-    model_->setText(tr("✔ %1 verified").arg(matcher::GeometryModelName(v.model)));
+    model_->setText(std::isfinite(v.log10_nfa)
+                        ? tr("✔ %1 verified (NFA 10^%2)")
+                              .arg(matcher::GeometryModelName(v.model))
+                              .arg(v.log10_nfa, 0, 'f', 1)
+                        : tr("✔ %1 verified").arg(matcher::GeometryModelName(v.model)));
     model_->setStyleSheet("color: #3fae4f; font-weight: bold;");
   } else {
     // Enough inliers, too few distinct points among them: say so, not "no model".
