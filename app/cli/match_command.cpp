@@ -64,6 +64,9 @@ void PrintSummary(const MatchArgs& args, const LoadedInput& a, const LoadedInput
               v.model == matcher::GeometryModel::kNone
                   ? " (verification off)"
                   : (v.verified ? std::string(strength) : "  -- NOT verified" + collapsed).c_str());
+  if (r.guided.applied)
+    std::printf("  guided: matched again under the model, %lld matches / %d inliers before\n",
+                static_cast<long long>(r.guided.matches_before), r.guided.inliers_before);
   if (!v.matrix.empty()) {
     std::printf("  %s:\n", matcher::GeometryModelName(v.model));
     for (int i = 0; i < 3; ++i)

@@ -72,6 +72,10 @@ void AddMatchOptions(CLI::App& app, MatchCliOptions& o) {
       ->capture_default_str()->group("Verification");
   app.add_option("--min-inliers", m.verify.min_inliers, "inliers needed to call a pair verified")
       ->capture_default_str()->group("Verification");
+  app.add_flag("--guided", m.guided,
+               "after a model is verified, match again among the features it allows and verify "
+               "those matches")
+      ->group("Verification");
   app.add_option("--max-nfa", m.verify.max_nfa,
                  "most false alarms a verified model may have: how often matches at random would "
                  "fit as well (0 = no test)")

@@ -122,6 +122,22 @@ TEST_F(Cli_, AVerifiedModelSaysHowStrongItIs) {
   EXPECT_NE(s.out.find(expected), std::string::npos) << s.out;
 }
 
+TEST_F(Cli_, GuidedMatchingMatchesAgainUnderTheModel) {
+  auto r = Cli("match " + kData + "/graf1.png " + kData + "/graf3.png --backend cpu --guided " +
+               "--json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["settings"]["guided"].get<bool>());
+  ASSERT_TRUE(j.contains("guided")) << r.out;
+  EXPECT_GT(j["geometry"]["inliers"].get<int>(), j["guided"]["inliers_before"].get<int>());
+  auto s = Cli("match " + kData + "/graf1.png " + kData + "/graf3.png --backend cpu --guided");
+  ASSERT_EQ(s.code, 0) << s.out;
+  EXPECT_NE(s.out.find("guided: matched again under the model"), std::string::npos) << s.out;
+  auto bad = Cli("match " + kData + "/graf1.png " + kData + "/graf3.png --guided --model none");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("guided matching needs a geometric model"), std::string::npos) << bad.out;
+}
+
 TEST_F(Cli_, JsonOnStdout) {
   auto r = Cli("match " + kData + "/box.png " + kData + "/box_in_scene.png --backend cpu --json");
   ASSERT_EQ(r.code, 0) << r.out;

@@ -526,6 +526,47 @@ TEST_F(BatchTest, OtherMatchingSettingsAreRefused) {
   EXPECT_EQ(again.pairs_matched, 0);
 }
 
+TEST_F(BatchTest, GuidedRunVerifiesTheSamePairsWithMoreInliersOnTheTruth) {
+  const std::string db_path = TempDir("guided") + "/g.db";
+  BatchOptions o = Options(folder_->dir, db_path);
+  o.match.guided = true;
+  const BatchSummary s = RunBatch(o);
+  ASSERT_EQ(s.stage, BatchStage::kDone) << s.error;
+  EXPECT_EQ(s.pairs_verified, reference_->pairs_verified);
+  ColmapDatabase ref(*reference_db_, ColmapDatabase::Mode::kReadOnly);
+  ColmapDatabase db(db_path, ColmapDatabase::Mode::kReadOnly);
+  int64_t more = 0;
+  for (const auto& r : ReadPairResults(db_path)) {
+    const auto& va = folder_->views[r.image_id1 - 1];
+    const auto& vb = folder_->views[r.image_id2 - 1];
+    // The matches table holds the search's matches, as without the guided pass.
+    EXPECT_EQ(db.ReadMatches(r.image_id1, r.image_id2), ref.ReadMatches(r.image_id1, r.image_id2));
+    if (va.base != vb.base) {
+      EXPECT_FALSE(r.verified() && r.inliers > 30) << r.name1 << " " << r.name2;
+      continue;
+    }
+    ASSERT_TRUE(r.verified()) << r.name1 << " " << r.name2;
+    const auto before = ref.ReadTwoViewGeometry(r.image_id1, r.image_id2);
+    const auto g = db.ReadTwoViewGeometry(r.image_id1, r.image_id2);
+    ASSERT_TRUE(before.has_value() && g.has_value());
+    EXPECT_GE(g->inlier_matches.size(), before->inlier_matches.size()) << r.name1 << " " << r.name2;
+    more += g->inlier_matches.size() > before->inlier_matches.size();
+    // Every guided inlier on the views' true homography (keypoints as stored: centres at +0.5).
+    const cv::Matx33d truth = vb.H * va.H.inv();
+    const auto k1 = db.ReadKeypoints(r.image_id1), k2 = db.ReadKeypoints(r.image_id2);
+    int off = 0;
+    for (const auto& m : g->inlier_matches) {
+      const cv::Vec3d t = truth * cv::Vec3d(k1[m[0]].x - 0.5, k1[m[0]].y - 0.5, 1);
+      off += std::hypot(t[0] / t[2] - (k2[m[1]].x - 0.5), t[1] / t[2] - (k2[m[1]].y - 0.5)) > 4.0;
+    }
+    EXPECT_LE(off, static_cast<int>(g->inlier_matches.size()) / 50) << r.name1 << " " << r.name2;
+  }
+  EXPECT_GE(more, 4);  // of the 6 pairs of one photograph
+  // A guided run's database is not completed by an unguided one, nor the reverse.
+  o.match.guided = false;
+  EXPECT_NE(StartRefusal(o).find("\"guided\":true"), std::string::npos);
+}
+
 TEST_F(BatchTest, AnImageReplacedUnderItsNameIsRefusedOnRerun) {
   const std::string dir = TempDir("replaced");
   fs::create_directories(dir + "/in");

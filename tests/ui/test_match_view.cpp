@@ -521,6 +521,22 @@ TEST_F(MatchViewTest, EscShowsThatTheCancelIsPendingUntilTheWorkerStops) {
   EXPECT_EQ(finished_, 0);
 }
 
+TEST_F(MatchViewTest, GuidedMatchingIsACheckBoxOfThePanel) {
+  auto* guided = view_->findChild<QCheckBox*>("guided");
+  ASSERT_NE(guided, nullptr);
+  EXPECT_FALSE(guided->isChecked());
+  guided->setChecked(true);
+  EXPECT_TRUE(view_->options()->match().guided);
+  ASSERT_NO_FATAL_FAILURE(MatchSamplesOnce());
+  const auto& r = view_->outcome()->result;
+  ASSERT_TRUE(r.guided.applied);
+  const QString shown = view_->findChild<QLabel*>("fm_model")->text();
+  EXPECT_TRUE(shown.contains(QString("guided: %1 → %2 inliers")
+                                 .arg(r.guided.inliers_before)
+                                 .arg(r.verification.num_inliers)))
+      << shown.toStdString();
+}
+
 TEST_F(MatchViewTest, EscapeKeyCancelsTheMatch) {
   // The key itself, through the window's shortcut map, not the action triggered by the test.
   SetAutoRun(false);

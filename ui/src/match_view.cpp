@@ -478,11 +478,14 @@ void MatchView::ShowOutcome(std::shared_ptr<const MatchOutcome> outcome) {
     model_->setText(tr("verification off"));
     model_->setStyleSheet("");
   } else if (v.verified) {
-    model_->setText(std::isfinite(v.log10_nfa)
-                        ? tr("✔ %1 verified (NFA 10^%2)")
-                              .arg(matcher::GeometryModelName(v.model))
-                              .arg(v.log10_nfa, 0, 'f', 1)
-                        : tr("✔ %1 verified").arg(matcher::GeometryModelName(v.model)));
+    QString text = std::isfinite(v.log10_nfa)
+                       ? tr("✔ %1 verified (NFA 10^%2)")
+                             .arg(matcher::GeometryModelName(v.model))
+                             .arg(v.log10_nfa, 0, 'f', 1)
+                       : tr("✔ %1 verified").arg(matcher::GeometryModelName(v.model));
+    if (r.guided.applied)
+      text += tr(" · guided: %1 → %2 inliers").arg(r.guided.inliers_before).arg(v.num_inliers);
+    model_->setText(text);
     model_->setStyleSheet("color: #3fae4f; font-weight: bold;");
   } else {
     // Enough inliers, too few distinct points among them: say so, not "no model".

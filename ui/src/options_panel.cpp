@@ -141,6 +141,10 @@ OptionsPanel::OptionsPanel(QWidget* parent, GpuProbe gpu_probe) : QWidget(parent
              max_nfa_ = RealBox("max_nfa", 0, 1e6, 0.1, 3,
                                 tr("Most false alarms a verified model may have: how often "
                                    "matches at random would fit as well (0 = no test)")));
+  vf->addRow(QString(),
+             guided_ = Flag("guided", tr("Guided matching"),
+                            tr("Once a model is verified, match again among the features it "
+                               "allows, and keep those matches when they verify")));
   layout->addWidget(verify_box);
 
   auto* backend_box = new QGroupBox(tr("Backend"));
@@ -226,6 +230,7 @@ matcher::MatchOptions OptionsPanel::match() const {
   o.verify.max_iterations = max_iterations_->value();
   o.verify.min_inliers = min_inliers_->value();
   o.verify.max_nfa = max_nfa_->value();
+  o.guided = guided_->isChecked();
   return o;
 }
 
@@ -269,6 +274,7 @@ void OptionsPanel::SetMatch(const matcher::MatchOptions& o) {
   max_iterations_->setValue(o.verify.max_iterations);
   min_inliers_->setValue(o.verify.min_inliers);
   max_nfa_->setValue(o.verify.max_nfa);
+  guided_->setChecked(o.guided);
   loading_ = was;
   Revalidate();
 }

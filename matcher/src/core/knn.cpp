@@ -64,10 +64,7 @@ void CheckKnnArguments(const DescriptorMatrix& queries, const DescriptorMatrix& 
                                 DescriptorTypeName(corpus.type()));
 }
 
-namespace {
-
-// Distance of two float vectors under a metric, in double precision.
-double RefDistance(const float* a, const float* b, int32_t d, Metric metric) {
+double DescriptorDistance(const float* a, const float* b, int32_t d, Metric metric) {
   if (metric == Metric::kL2Squared) {
     double s = 0;
     for (int32_t j = 0; j < d; ++j) {
@@ -94,8 +91,6 @@ double RefDistance(const float* a, const float* b, int32_t d, Metric metric) {
   return 1.0 - dot / (std::sqrt(na) * std::sqrt(nb));
 }
 
-}  // namespace
-
 KnnResult BruteForceKnn(const DescriptorMatrix& queries, const DescriptorMatrix& corpus,
                         const KnnParams& params) {
   CheckKnnArguments(queries, corpus, params);
@@ -108,7 +103,7 @@ KnnResult BruteForceKnn(const DescriptorMatrix& queries, const DescriptorMatrix&
   for (int64_t qi = 0; qi < nq; ++qi) {
     queries.RowAsFloat(qi, q.data());
     for (int64_t i = 0; i < n; ++i)
-      row[i] = {static_cast<float>(RefDistance(q.data(), c.data() + i * d, d, params.metric)), i};
+      row[i] = {static_cast<float>(DescriptorDistance(q.data(), c.data() + i * d, d, params.metric)), i};
     std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) {
       return detail::NeighbourLess(a.first, a.second, b.first, b.second);
     });

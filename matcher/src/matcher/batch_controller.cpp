@@ -34,6 +34,7 @@
 #include "batch_internal.h"
 #include "fm/core/timer.h"
 #include "fm/matcher/batch.h"
+#include "fm/matcher/guided.h"
 #include "fm/matcher/image.h"
 
 namespace fm::matcher {
@@ -150,7 +151,8 @@ struct PairOutput {
   TwoViewGeometryRecord geometry;
 };
 
-PairOutput VerifyPair(const VerifyJob& job, const VerifyOptions& options) {
+PairOutput VerifyPair(const VerifyJob& job, const MatchOptions& match) {
+  const VerifyOptions& options = match.verify;
   PairOutput out;
   out.id1 = job.id1;
   out.id2 = job.id2;
@@ -161,13 +163,32 @@ PairOutput VerifyPair(const VerifyJob& job, const VerifyOptions& options) {
     out.geometry.config = TwoViewConfig::kUndefined;
     return out;
   }
-  const Verification v = VerifyMatches(*job.a->keypoints, *job.b->keypoints, job.matches, options);
+  Verification v = VerifyMatches(*job.a->keypoints, *job.b->keypoints, job.matches, options);
   if (!v.verified || v.matrix.empty()) {
     out.geometry.config = TwoViewConfig::kDegenerate;
     return out;
   }
-  for (std::size_t i = 0; i < job.matches.size(); ++i)
-    if (v.inliers[i]) out.geometry.inlier_matches.push_back(out.matches[i]);
+  // Guided: the pair's features matched again under its model; the matches table keeps the
+  // search's matches, the geometry the guided inliers (as COLMAP's own guided matching does).
+  const std::vector<core::Match>* inlier_source = &job.matches;
+  std::vector<core::Match> guided;
+  if (match.guided) {
+    core::FilterOptions filter = match.filter;
+    filter.max_distance = GuidedDistanceBound(job.matches, v.inliers, match.filter.max_distance);
+    guided = GuidedMatches(*job.a->keypoints, job.a->descriptors, *job.b->keypoints,
+                           job.b->descriptors,
+                           {options.model, cv::Matx33d(v.matrix), options.threshold},
+                           match.metric, filter);
+    Verification gv = VerifyMatches(*job.a->keypoints, *job.b->keypoints, guided, options);
+    if (gv.verified && !gv.matrix.empty()) {
+      v = std::move(gv);
+      inlier_source = &guided;
+    }
+  }
+  for (std::size_t i = 0; i < inlier_source->size(); ++i)
+    if (v.inliers[i])
+      out.geometry.inlier_matches.push_back({static_cast<uint32_t>((*inlier_source)[i].query),
+                                             static_cast<uint32_t>((*inlier_source)[i].train)});
   std::array<double, 9> m{};
   for (int r = 0; r < 3; ++r)
     for (int c = 0; c < 3; ++c) m[r * 3 + c] = v.matrix.at<double>(r, c);
@@ -492,7 +513,7 @@ struct BatchController::Impl {
               if (closed) break;
               continue;
             }
-            if (!write_queue.Push(VerifyPair(job, options.match.verify))) break;
+            if (!write_queue.Push(VerifyPair(job, options.match))) break;
           }
         } catch (...) {
           fail(std::current_exception());

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fm/core/timer.h"
+#include "fm/matcher/guided.h"
 
 namespace fm::matcher {
 
@@ -24,6 +25,8 @@ bool MatchOptions::Check(std::string* why) const {
   if (threads < 0) return bad("threads must be >= 0");
   if (!filter.Check(why)) return false;
   if (!verify.Check(why)) return false;
+  if (guided && verify.model == GeometryModel::kNone)
+    return bad("guided matching needs a geometric model (homography or fundamental)");
   return true;
 }
 
@@ -105,6 +108,25 @@ MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
   sw.Reset();
   r.verification = VerifyMatches(a.keypoints, b.keypoints, r.matches, options.verify);
   r.times.push_back({"verify", sw.ElapsedMs()});
+  if (options.guided && r.verification.verified) {
+    sw.Reset();
+    const GuidedModel model{options.verify.model, cv::Matx33d(r.verification.matrix),
+                            options.verify.threshold};
+    core::FilterOptions filter = options.filter;
+    filter.max_distance = GuidedDistanceBound(r.matches, r.verification.inliers,
+                                              options.filter.max_distance);
+    static const std::vector<uint8_t> kAll;
+    std::vector<core::Match> guided =
+        GuidedMatches(a.keypoints, a.descriptors, b.keypoints, b.descriptors, model,
+                      options.metric, filter, masks ? masks->a : kAll, masks ? masks->b : kAll);
+    Verification v = VerifyMatches(a.keypoints, b.keypoints, guided, options.verify);
+    r.times.push_back({"guided", sw.ElapsedMs()});
+    if (v.verified) {
+      r.guided = {true, static_cast<int64_t>(r.matches.size()), r.verification.num_inliers};
+      r.matches = std::move(guided);
+      r.verification = std::move(v);
+    }
+  }
   r.backend = backend.description();  // after the searches: the threads they ran on
   return r;
 }
@@ -121,7 +143,8 @@ nlohmann::json FilterAndVerifySettingsToJson(const MatchOptions& m) {
           {"max_iterations", m.verify.max_iterations},
           {"min_inliers", m.verify.min_inliers},
           {"distinct_points", m.verify.distinct_points},
-          {"max_nfa", m.verify.max_nfa}};
+          {"max_nfa", m.verify.max_nfa},
+          {"guided", m.guided}};
 }
 
 nlohmann::json MatchSettingsToJson(const SiftOptions& sift, const MatchOptions& m,
@@ -140,6 +163,9 @@ nlohmann::json MatchResultToJson(const MatchResult& result, const core::Features
   json j;
   j["features"] = {{"a", result.features_a}, {"b", result.features_b}};
   j["matches"] = result.matches.size();
+  if (result.guided.applied)
+    j["guided"] = {{"matches_before", result.guided.matches_before},
+                   {"inliers_before", result.guided.inliers_before}};
   j["backend"] = result.backend;
   json g = {{"model", GeometryModelName(v.model)},
             {"verified", v.verified},

@@ -87,6 +87,10 @@ struct CpuKnnOptions {
 // most that any search used (small searches run on one).
 std::unique_ptr<KnnBackend> CreateCpuKnnBackend(const CpuKnnOptions& options = {});
 
+// Distance of two vectors of d floats under `metric`, in double precision (the reference's: for
+// uint8 descriptors under kL2Squared an exact integer).
+double DescriptorDistance(const float* a, const float* b, int32_t d, Metric metric);
+
 // Brute-force reference: double-precision distances, full sort. Slow; for tests.
 KnnResult BruteForceKnn(const DescriptorMatrix& queries, const DescriptorMatrix& corpus,
                         const KnnParams& params);

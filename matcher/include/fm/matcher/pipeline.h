@@ -19,6 +19,9 @@ struct MatchOptions {
   core::Metric metric = core::Metric::kL2Squared;
   core::FilterOptions filter;
   VerifyOptions verify;
+  // After a model is verified, match the features again among those it allows (GuidedMatches)
+  // and verify the new matches; kept when they verify.
+  bool guided = false;
   int threads = 0;                         // CPU threads; 0 = all
 
   bool Check(std::string* why) const;
@@ -35,6 +38,12 @@ struct MatchResult {
   std::vector<core::Match> matches;  // after ratio / mutual / distance filters
   Verification verification;         // inliers index into `matches`
   std::string backend;               // description of the kNN backend used
+  // Whether a guided pass replaced the matches, and what the search alone had found.
+  struct Guided {
+    bool applied = false;
+    int64_t matches_before = 0;
+    int inliers_before = 0;
+  } guided;
   std::vector<StageTime> times;      // in order
 
   int64_t num_inliers() const { return verification.num_inliers; }

@@ -85,6 +85,7 @@ class OptionsPanel : public QWidget {
   QSpinBox* max_iterations_;
   QSpinBox* min_inliers_;
   QDoubleSpinBox* max_nfa_;
+  QCheckBox* guided_;
   // Backend
   QComboBox* kind_;
   QLabel* gpu_label_;
