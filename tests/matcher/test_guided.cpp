@@ -88,7 +88,9 @@ TEST(Guided, AModelBringsBackMatchesALookAlikeHid) {
   for (const auto& m : g.matches) EXPECT_EQ(m.train, s.partner[m.query]) << m.query;
   EXPECT_TRUE(g.verification.verified);
   EXPECT_EQ(g.verification.num_inliers, static_cast<int>(g.matches.size()));
-  EXPECT_LT(g.verification.log10_nfa, plain.verification.log10_nfa);
+  // Chosen by the model, the guided matches say nothing of chance: the significance is the
+  // search's.
+  EXPECT_EQ(g.verification.log10_nfa, plain.verification.log10_nfa);
 }
 
 TEST(Guided, NeighboursAmongTheCandidatesAreABruteForceSearchs) {

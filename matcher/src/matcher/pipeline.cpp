@@ -122,6 +122,9 @@ MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
     Verification v = VerifyMatches(a.keypoints, b.keypoints, guided, options.verify);
     r.times.push_back({"guided", sw.ElapsedMs()});
     if (v.verified) {
+      // The model's significance stays the search's: the guided matches were chosen by the model,
+      // so how well they fit it says nothing of chance.
+      v.log10_nfa = r.verification.log10_nfa;
       r.guided = {true, static_cast<int64_t>(r.matches.size()), r.verification.num_inliers};
       r.matches = std::move(guided);
       r.verification = std::move(v);

@@ -20,7 +20,8 @@ struct MatchOptions {
   core::FilterOptions filter;
   VerifyOptions verify;
   // After a model is verified, match the features again among those it allows (GuidedMatches)
-  // and verify the new matches; kept when they verify.
+  // and verify the new matches; kept when they verify (the verification's log10_nfa staying the
+  // search's: matches chosen by the model fit it whatever chance would give).
   bool guided = false;
   int threads = 0;                         // CPU threads; 0 = all
 
