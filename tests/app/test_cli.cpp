@@ -48,6 +48,17 @@ class Cli_ : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string Path(const std::string& n) const { return (dir_ / n).string(); }
+  // `match A B ARGS` of two sample images run twice: its --json report and its summary.
+  void MatchTwice(const std::string& a, const std::string& b, const std::string& args,
+                  nlohmann::json* report, std::string* summary) {
+    const std::string cmd = "match " + kData + "/" + a + " " + kData + "/" + b + " " + args;
+    auto r = Cli(cmd + " --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    *report = nlohmann::json::parse(r.out);
+    auto s = Cli(cmd);
+    ASSERT_EQ(s.code, 0) << s.out;
+    *summary = s.out;
+  }
   fs::path dir_;
 };
 
@@ -109,30 +120,26 @@ TEST_F(Cli_, AModelRandomMatchesFitAsWellIsNotVerifiedAndSaysWhy) {
 }
 
 TEST_F(Cli_, AVerifiedModelSaysHowStrongItIs) {
-  auto r = Cli("match " + kData + "/box.png " + kData + "/box_in_scene.png --backend cpu --json");
-  ASSERT_EQ(r.code, 0) << r.out;
-  const auto j = nlohmann::json::parse(r.out);
+  nlohmann::json j;
+  std::string summary;
+  ASSERT_NO_FATAL_FAILURE(MatchTwice("box.png", "box_in_scene.png", "--backend cpu", &j, &summary));
   ASSERT_TRUE(j["geometry"]["verified"].get<bool>());
   const double nfa = j["geometry"]["log10_nfa"].get<double>();
   EXPECT_LT(nfa, -100);  // 79 inliers of 94 matches
-  auto s = Cli("match " + kData + "/box.png " + kData + "/box_in_scene.png --backend cpu");
-  ASSERT_EQ(s.code, 0) << s.out;
   char expected[48];
   std::snprintf(expected, sizeof expected, "(NFA 10^%.1f)", nfa);
-  EXPECT_NE(s.out.find(expected), std::string::npos) << s.out;
+  EXPECT_NE(summary.find(expected), std::string::npos) << summary;
 }
 
 TEST_F(Cli_, GuidedMatchingMatchesAgainUnderTheModel) {
-  auto r = Cli("match " + kData + "/graf1.png " + kData + "/graf3.png --backend cpu --guided " +
-               "--json");
-  ASSERT_EQ(r.code, 0) << r.out;
-  const auto j = nlohmann::json::parse(r.out);
+  nlohmann::json j;
+  std::string summary;
+  ASSERT_NO_FATAL_FAILURE(
+      MatchTwice("graf1.png", "graf3.png", "--backend cpu --guided", &j, &summary));
   EXPECT_TRUE(j["settings"]["guided"].get<bool>());
-  ASSERT_TRUE(j.contains("guided")) << r.out;
+  ASSERT_TRUE(j.contains("guided")) << j.dump();
   EXPECT_GT(j["geometry"]["inliers"].get<int>(), j["guided"]["inliers_before"].get<int>());
-  auto s = Cli("match " + kData + "/graf1.png " + kData + "/graf3.png --backend cpu --guided");
-  ASSERT_EQ(s.code, 0) << s.out;
-  EXPECT_NE(s.out.find("guided: matched again under the model"), std::string::npos) << s.out;
+  EXPECT_NE(summary.find("guided: matched again under the model"), std::string::npos) << summary;
   auto bad = Cli("match " + kData + "/graf1.png " + kData + "/graf3.png --guided --model none");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.out.find("guided matching needs a geometric model"), std::string::npos) << bad.out;
