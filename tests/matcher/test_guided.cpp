@@ -181,6 +181,29 @@ TEST(Guided, NeedsAModelAndMatchingInputs) {
                std::invalid_argument);
 }
 
+TEST(Guided, KeypointsThatCannotBePlacedAreNoCandidates) {
+  // A keypoint at NaN or far off any image (a damaged feature file) is nobody's candidate, under
+  // either model, and the search goes on.
+  Scene s = MakeScene();
+  s.b.keypoints[0].x = NAN;
+  s.b.keypoints[1].x = 1e20f;
+  s.a.keypoints[2].y = NAN;
+  core::FilterOptions f;
+  f.ratio = 1.0f;
+  for (const GuidedModel& model :
+       {GuidedModel{GeometryModel::kHomography, s.h, 3.0},
+        GuidedModel{GeometryModel::kFundamental, cv::Matx33d(0, 0, 0, 0, 0, -1, 0, 1, 0), 3.0}}) {
+    const auto matches = GuidedMatches(s.a.keypoints, s.a.descriptors, s.b.keypoints,
+                                       s.b.descriptors, model, core::Metric::kL2Squared, f);
+    for (const auto& m : matches) {
+      EXPECT_NE(m.train, 0);
+      EXPECT_NE(m.train, 1);
+      EXPECT_NE(m.query, 2);
+    }
+    if (model.kind == GeometryModel::kHomography) EXPECT_GE(matches.size(), 50u);
+  }
+}
+
 TEST(Guided, GrafMatchesMoreAndStaysWithTheGroundTruth) {
   FM_REQUIRE_SAMPLES("graf1.png", "graf3.png", "H1to3p.xml");
   cv::FileStorage fs(test::Sample("H1to3p.xml"), cv::FileStorage::READ);

@@ -36,7 +36,12 @@ class Grid {
   Grid(const std::vector<core::Keypoint>& k, const std::vector<uint8_t>& allowed, double cell)
       : cell_(cell) {
     for (std::size_t j = 0; j < k.size(); ++j)
-      if (allowed.empty() || allowed[j]) cells_[Key(Cell(k[j].x), Cell(k[j].y))].push_back(j);
+      if ((allowed.empty() || allowed[j]) && Placeable(k[j].x, k[j].y))
+        cells_[Key(Cell(k[j].x), Cell(k[j].y))].push_back(j);
+  }
+  // Whether a point's cell can be computed (a finite point within a billion pixels).
+  static bool Placeable(double x, double y) {
+    return std::abs(x) < 1e9 && std::abs(y) < 1e9;
   }
   // Calls f(j) for the keypoints in the cells within one of (x, y)'s.
   template <typename F>
@@ -106,7 +111,7 @@ std::vector<core::Match> GuidedMatches(const std::vector<core::Keypoint>& ka,
     if (model.kind == GeometryModel::kHomography) {
       if (!(std::abs(y[2]) > 1e-12)) continue;
       const double px = y[0] / y[2], py = y[1] / y[2];
-      if (!std::isfinite(px) || !std::isfinite(py)) continue;
+      if (!Grid::Placeable(px, py)) continue;
       grid.Near(px, py, [&](std::size_t j) {
         if (std::hypot(kb[j].x - px, kb[j].y - py) <= t) offer(j);
       });
