@@ -93,6 +93,7 @@ TEST_F(Cli_, AModelOnInliersAtOnePointIsNotVerifiedAndSaysWhy) {
 }
 
 TEST_F(Cli_, AModelRandomMatchesFitAsWellIsNotVerifiedAndSaysWhy) {
+  FM_REQUIRE_SAMPLES("aloeL.jpg", "home.jpg");
   // aloeL.jpg and home.jpg show different scenes; with the batch's settings a fundamental matrix
   // fits 15-17 of their matches at distinct points, as it would random ones.
   auto r = Cli("match " + kData + "/aloeL.jpg " + kData + "/home.jpg --backend cpu --mutual " +
@@ -132,6 +133,7 @@ TEST_F(Cli_, AVerifiedModelSaysHowStrongItIs) {
 }
 
 TEST_F(Cli_, GuidedMatchingMatchesAgainUnderTheModel) {
+  FM_REQUIRE_SAMPLES("graf3.png");
   nlohmann::json j;
   std::string summary;
   ASSERT_NO_FATAL_FAILURE(

@@ -146,9 +146,7 @@ TEST_F(BatchViewTest, CancelSaysItIsPendingAndKeepsTheCommittedPairs) {
   QPushButton* cancel = test::ChildByText<QPushButton>(view_, "Cancel");
   ASSERT_NE(cancel, nullptr);
   // Cancel by its key: Esc on the Batch tab, through the window's shortcut map.
-  window_->tabs()->setCurrentWidget(view_);
-  window_->activateWindow();
-  ASSERT_TRUE(QTest::qWaitForWindowActive(window_.get()));
+  ASSERT_TRUE(test::ShowInActiveWindow(window_.get(), view_));
   auto* stage = view_->findChild<QLabel*>("fm_batch_stage");
   ASSERT_NE(stage, nullptr);
   bool pressed = false, pending_shown = false, disabled = false;

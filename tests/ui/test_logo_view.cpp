@@ -297,9 +297,7 @@ TEST_F(LogoViewTest, CancelSaysItIsPendingAndKeepsTheScenesAlreadyQueried) {
   // the window's shortcut map, as a user's does).
   QAction* cancel = test::ChildByText<QAction>(view_, "Cancel");
   ASSERT_NE(cancel, nullptr);
-  window_->tabs()->setCurrentWidget(view_);
-  window_->activateWindow();
-  ASSERT_TRUE(QTest::qWaitForWindowActive(window_.get()));
+  ASSERT_TRUE(test::ShowInActiveWindow(window_.get(), view_));
   auto* stage = view_->findChild<QLabel*>("fm_logo_stage");
   ASSERT_NE(stage, nullptr);
   const auto sample = [](const char* name) { return QString::fromStdString(test::Sample(name)); };

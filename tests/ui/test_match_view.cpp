@@ -538,13 +538,13 @@ TEST_F(MatchViewTest, GuidedMatchingIsACheckBoxOfThePanel) {
 }
 
 TEST_F(MatchViewTest, EscapeKeyCancelsTheMatch) {
+  FM_REQUIRE_SAMPLES("graf3.png");
   // The key itself, through the window's shortcut map, not the action triggered by the test.
   SetAutoRun(false);
   view_->OpenImage(0, QString::fromStdString(test::Sample("graf1.png")));
   view_->OpenImage(1, QString::fromStdString(test::Sample("graf3.png")));
   ASSERT_TRUE(WaitFor([&] { return view_->imageReady(0) && view_->imageReady(1); }));
-  window_->activateWindow();
-  ASSERT_TRUE(QTest::qWaitForWindowActive(window_.get()));
+  ASSERT_TRUE(test::ShowInActiveWindow(window_.get(), view_));
   auto* stage = view_->findChild<QLabel*>("fm_stage");
   ASSERT_NE(stage, nullptr);
   view_->Run();
@@ -659,6 +659,7 @@ TEST_F(MatchViewTest, DrawingIsSavedOffTheGuiThread) {
 }
 
 TEST_F(MatchViewTest, InliersAtOnePointAreShownAsNotVerified) {
+  FM_REQUIRE_SAMPLES("left01.jpg");
   // graf1.png and left01.jpg show nothing in common: the homography through the one chessboard
   // point many graffiti features match has enough inliers, but at one point.
   const matcher::Verification* p = nullptr;

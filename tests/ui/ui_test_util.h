@@ -7,6 +7,8 @@
 #include <QElapsedTimer>
 #include <QMessageBox>
 #include <QSettings>
+#include <QTabWidget>
+#include <QTest>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QThread>
@@ -14,6 +16,7 @@
 
 #include "fm/ui/application.h"
 #include "fm/ui/error_dialog.h"
+#include "fm/ui/main_window.h"
 
 namespace fm::test {
 
@@ -75,6 +78,15 @@ inline QList<QMessageBox*> ErrorDialogs() {
 inline void CloseErrorDialogs() {
   for (QMessageBox* box : ErrorDialogs()) box->close();
   QCoreApplication::processEvents();
+}
+
+// Brings `view` forward as its tab and makes the window the active one, so that keys pressed
+// with QTest go through the window's shortcut map as a user's do. False when the window does not
+// become active.
+inline bool ShowInActiveWindow(ui::MainWindow* window, QWidget* view) {
+  window->tabs()->setCurrentWidget(view);
+  window->activateWindow();
+  return QTest::qWaitForWindowActive(window);
 }
 
 }  // namespace fm::test

@@ -171,18 +171,13 @@ PairOutput VerifyPair(const VerifyJob& job, const MatchOptions& match) {
   // Guided: the pair's features matched again under its model; the matches table keeps the
   // search's matches, the geometry the guided inliers (as COLMAP's own guided matching does).
   const std::vector<core::Match>* inlier_source = &job.matches;
-  std::vector<core::Match> guided;
+  GuidedPass pass;
   if (match.guided) {
-    core::FilterOptions filter = match.filter;
-    filter.max_distance = GuidedDistanceBound(job.matches, v.inliers, match.filter.max_distance);
-    guided = GuidedMatches(*job.a->keypoints, job.a->descriptors, *job.b->keypoints,
-                           job.b->descriptors,
-                           {options.model, cv::Matx33d(v.matrix), options.threshold},
-                           match.metric, filter);
-    Verification gv = VerifyMatches(*job.a->keypoints, *job.b->keypoints, guided, options);
-    if (gv.verified && !gv.matrix.empty()) {
-      v = std::move(gv);
-      inlier_source = &guided;
+    pass = RunGuidedPass(*job.a->keypoints, job.a->descriptors, *job.b->keypoints,
+                         job.b->descriptors, job.matches, v, options, match.metric, match.filter);
+    if (pass.applied) {
+      v = std::move(pass.verification);
+      inlier_source = &pass.matches;
     }
   }
   for (std::size_t i = 0; i < inlier_source->size(); ++i)

@@ -146,4 +146,24 @@ float GuidedDistanceBound(const std::vector<core::Match>& matches,
   return std::max(bound, std::numeric_limits<float>::min());
 }
 
+GuidedPass RunGuidedPass(const std::vector<core::Keypoint>& ka, const core::DescriptorMatrix& da,
+                         const std::vector<core::Keypoint>& kb, const core::DescriptorMatrix& db,
+                         const std::vector<core::Match>& matches,
+                         const Verification& verification, const VerifyOptions& verify,
+                         core::Metric metric, const core::FilterOptions& filter,
+                         const std::vector<uint8_t>& allowed_a,
+                         const std::vector<uint8_t>& allowed_b) {
+  GuidedPass pass;
+  if (!verification.verified || verification.matrix.empty()) return pass;
+  core::FilterOptions bounded = filter;
+  bounded.max_distance = GuidedDistanceBound(matches, verification.inliers, filter.max_distance);
+  pass.matches = GuidedMatches(ka, da, kb, db,
+                               {verify.model, cv::Matx33d(verification.matrix), verify.threshold},
+                               metric, bounded, allowed_a, allowed_b);
+  pass.verification = VerifyMatches(ka, kb, pass.matches, verify);
+  pass.applied = pass.verification.verified && !pass.verification.matrix.empty();
+  pass.verification.log10_nfa = verification.log10_nfa;
+  return pass;
+}
+
 }  // namespace fm::matcher

@@ -110,24 +110,16 @@ MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
   r.times.push_back({"verify", sw.ElapsedMs()});
   if (options.guided && r.verification.verified) {
     sw.Reset();
-    const GuidedModel model{options.verify.model, cv::Matx33d(r.verification.matrix),
-                            options.verify.threshold};
-    core::FilterOptions filter = options.filter;
-    filter.max_distance = GuidedDistanceBound(r.matches, r.verification.inliers,
-                                              options.filter.max_distance);
     static const std::vector<uint8_t> kAll;
-    std::vector<core::Match> guided =
-        GuidedMatches(a.keypoints, a.descriptors, b.keypoints, b.descriptors, model,
-                      options.metric, filter, masks ? masks->a : kAll, masks ? masks->b : kAll);
-    Verification v = VerifyMatches(a.keypoints, b.keypoints, guided, options.verify);
+    GuidedPass pass = RunGuidedPass(a.keypoints, a.descriptors, b.keypoints, b.descriptors,
+                                    r.matches, r.verification, options.verify, options.metric,
+                                    options.filter, masks ? masks->a : kAll,
+                                    masks ? masks->b : kAll);
     r.times.push_back({"guided", sw.ElapsedMs()});
-    if (v.verified) {
-      // The model's significance stays the search's: the guided matches were chosen by the model,
-      // so how well they fit it says nothing of chance.
-      v.log10_nfa = r.verification.log10_nfa;
+    if (pass.applied) {
       r.guided = {true, static_cast<int64_t>(r.matches.size()), r.verification.num_inliers};
-      r.matches = std::move(guided);
-      r.verification = std::move(v);
+      r.matches = std::move(pass.matches);
+      r.verification = std::move(pass.verification);
     }
   }
   r.backend = backend.description();  // after the searches: the threads they ran on

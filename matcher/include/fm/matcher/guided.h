@@ -40,4 +40,22 @@ std::vector<core::Match> GuidedMatches(const std::vector<core::Keypoint>& ka,
 float GuidedDistanceBound(const std::vector<core::Match>& matches,
                           const std::vector<uint8_t>& inliers, float max_distance);
 
+// The guided pass of a pair whose search found `matches`, verified as `verification` under
+// `verify`: GuidedMatches under the verified model, bounded by GuidedDistanceBound, then verified
+// again. `applied` when the new matches verify; their verification keeps the search's log10_nfa
+// (matches chosen by the model fit it whatever chance would give). Not applied to a pair whose
+// search was not verified.
+struct GuidedPass {
+  bool applied = false;
+  std::vector<core::Match> matches;
+  Verification verification;
+};
+GuidedPass RunGuidedPass(const std::vector<core::Keypoint>& ka, const core::DescriptorMatrix& da,
+                         const std::vector<core::Keypoint>& kb, const core::DescriptorMatrix& db,
+                         const std::vector<core::Match>& matches,
+                         const Verification& verification, const VerifyOptions& verify,
+                         core::Metric metric, const core::FilterOptions& filter,
+                         const std::vector<uint8_t>& allowed_a = {},
+                         const std::vector<uint8_t>& allowed_b = {});
+
 }  // namespace fm::matcher
