@@ -508,6 +508,9 @@ struct BatchController::Impl {
               if (closed) break;
               continue;
             }
+            // Once cancelled, the pairs still queued are left for the next run (nothing of
+            // them is written), so the run stops at the pair under way.
+            if (cancel.load()) continue;
             if (!write_queue.Push(VerifyPair(job, options.match))) break;
           }
         } catch (...) {
@@ -605,6 +608,10 @@ struct BatchController::Impl {
           const bool search = rows > 0 && corpus->descriptors.rows() > 0;
           if (search) knn = backend->Search(concat, corpus->descriptors, params);
           for (std::size_t m = 0; m < members.size(); ++m) {
+            if (cancel.load()) {  // the members' mutual checks and pairs left for the next run
+              stop = true;
+              break;
+            }
             VerifyJob job;
             job.id1 = member_ids[m];
             job.id2 = corpus_id;
