@@ -10,5 +10,6 @@ for i in 1 2 3 4 5 6; do
   pid=$!
   sleep $((12 + i)).$((i * 3))
   t0=$(date +%s.%N); kill -INT $pid; wait $pid; rc=$?; t1=$(date +%s.%N)
-  echo "run $i: exit $rc after $(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }") s; $(grep -o '[0-9]* matched now' "$W/log.txt")"
+  secs=$(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }")
+  echo "run $i: exit $rc after $secs s; $(grep -o '[0-9]* matched now' "$W/log.txt")"
 done
