@@ -386,6 +386,44 @@ TEST_F(BatchTest, CancelFromTheProgressCallbackThenResume) {
   EXPECT_EQ(test::DumpDatabase(db), test::DumpDatabase(*reference_db_));
 }
 
+// A cancel leaves the pairs still queued for verification to the next run. The database writer is
+// held in its first progress report for a second, while the search and the one verifier run
+// ahead until their queues are full (4 x threads + 16 pairs each); the cancel then commits what
+// was verified, at most the writer's queue and the pair under way, not the pairs queued before the
+// verifier.
+TEST_F(BatchTest, CancelLeavesQueuedPairsToTheNextRun) {
+  const test::BatchFolder many =
+      test::MakeBatchFolder(TempDir("many"), {"graf1.png", "box_in_scene.png"}, 6, 200);
+  const std::string db = TempDir("queued") + "/q.db";
+  BatchOptions o = Options(many.dir, db);
+  o.match.threads = 1;
+  o.commit_pairs = 1;
+  BatchSummary s;
+  {
+    BatchController c;
+    bool held = false;  // the writer's thread alone reports matching progress
+    c.SetProgressCallback([&](const BatchProgress& p) {
+      if (held || p.stage != BatchStage::kMatching || p.done < 1) return;
+      held = true;
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      c.Cancel();
+    });
+    c.Start(o);
+    c.Wait();
+    s = c.Summary();
+  }
+  ASSERT_EQ(s.stage, BatchStage::kCancelled) << s.error;
+  ASSERT_EQ(s.pairs_total, 66);  // 12 views
+  // The first pair, the writer's pending one and queue (20), the verifier's pair under way.
+  EXPECT_LE(s.pairs_matched, 23);
+  EXPECT_EQ(test::CountRows(db, "two_view_geometries"), s.pairs_matched);
+  o.commit_pairs = 7;
+  const BatchSummary rest = RunBatch(o);
+  ASSERT_EQ(rest.stage, BatchStage::kDone) << rest.error;
+  EXPECT_EQ(rest.pairs_previous, s.pairs_matched);
+  EXPECT_EQ(rest.pairs_previous + rest.pairs_matched, 66);
+}
+
 TEST_F(BatchTest, OneRunPerDatabaseAtATime) {
   const std::string dir = TempDir("two_runs");
   const std::string db = dir + "/d.db";
