@@ -176,8 +176,8 @@ TEST(UsacDeterminism, SameInputSameModelAcrossRunsAndThreads) {
     ka.y = static_cast<float>(rng.uniform(0.0, 480.0));
     const bool outlier = i % 3 == 0;
     kb.x = outlier ? static_cast<float>(rng.uniform(0.0, 640.0)) : 0.9f * ka.x + 0.1f * ka.y + 12;
-    kb.y = outlier ? static_cast<float>(rng.uniform(0.0, 480.0)) : -0.05f * ka.x + ka.y - 7 +
-                                                                       static_cast<float>(rng.gaussian(0.5));
+    kb.y = outlier ? static_cast<float>(rng.uniform(0.0, 480.0))
+                   : -0.05f * ka.x + ka.y - 7 + static_cast<float>(rng.gaussian(0.5));
     a.push_back(ka);
     b.push_back(kb);
     m.push_back({i, i, 0, 1.0f, 0.5f});

@@ -535,7 +535,8 @@ struct BatchController::Impl {
           committed += static_cast<int64_t>(pending.size());
           pending.clear();
           since_commit.Reset();
-          Report(BatchStage::kMatching, previous + committed.load(), total, sw.ElapsedMs() / 1000.0);
+          Report(BatchStage::kMatching, previous + committed.load(), total,
+                 sw.ElapsedMs() / 1000.0);
         };
         const auto wait = std::chrono::milliseconds(
             std::max<int64_t>(1, static_cast<int64_t>(options.commit_seconds * 250)));
