@@ -2,7 +2,8 @@
 # ncu on one row-parallel quick multi-select (pivot, filter, finish, hand-back kernels) per k on
 # 8192 x 65536: time, DRAM throughput, instructions, active warps. Device call, after
 # select_device_run.sh built /tmp/b. Usage: bench/qms_split_profile.sh k [k ...]
-M='gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum'
+M='gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed'
+M="$M,smsp__inst_executed.sum"
 M="$M,sm__warps_active.avg.pct_of_peak_sustained_active"
 for k in "$@"; do
   echo "== k=$k"

@@ -18,7 +18,9 @@ ist = next((i for i, h in enumerate(hdr) if h.startswith("Warp Stall Sampling (A
 if iex is None:
     print(hdr); sys.exit()
 for row in r:
-    try: rows.append((row[ia], row[isrc], int(row[iex].replace(',', '') or 0), int(row[ist].replace(',', '') or 0)))
+    try:
+        rows.append((row[ia], row[isrc], int(row[iex].replace(',', '') or 0),
+                     int(row[ist].replace(',', '') or 0)))
     except Exception: pass
 tot = sum(x[2] for x in rows); stt = sum(x[3] for x in rows) or 1
 print("total warp instructions", tot, "lines", len(rows))

@@ -2,13 +2,15 @@
 # Profiling helper for the k-selection kernels (device call, after select_device_run.sh built
 # /tmp/b): spill check in the SASS, then ncu on one launch of the warp merge queue per k
 # (instruction count, stall reasons per issued instruction, DRAM throughput).
-# Usage: [ALGO=quick-multiselect KERNEL=QuickMultiSelectKernel] bench/select_profile.sh OUTDIR [k ...]
+# Usage: [ALGO=quick-multiselect KERNEL=QuickMultiSelectKernel] \
+#   bench/select_profile.sh OUTDIR [k ...]
 set -u
 OUT=${1:?outdir}; shift
 KS=${*:-32 256}
 ALGO=${ALGO:-merge-queue}
 KERNEL=${KERNEL:-WarpMergeQueueKernel}
-M='smsp__inst_executed.sum,smsp__cycles_active.avg,dram__throughput.avg.pct_of_peak_sustained_elapsed'
+M='smsp__inst_executed.sum,smsp__cycles_active.avg'
+M="$M,dram__throughput.avg.pct_of_peak_sustained_elapsed"
 M="$M,gpu__time_duration.sum,sm__warps_active.avg.pct_of_peak_sustained_active"
 M="$M,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
 for k in $KS; do

@@ -165,7 +165,8 @@ int RunBatch(BatchArgs& args) {
   o.max_batch_images = args.batch_images;
   CheckOrThrow(o, "batch options");
   if (o.backend.kind == matcher::BackendKind::kGpu && !matcher::GpuAvailable()) {
-    std::fprintf(stderr, "featmatch batch: --backend gpu: no usable GPU (use --backend cpu or auto)\n");
+    std::fprintf(stderr,
+                 "featmatch batch: --backend gpu: no usable GPU (use --backend cpu or auto)\n");
     return kExitGpu;
   }
 

@@ -49,8 +49,10 @@ void AddQueryOptions(CLI::App& app, matcher::LogoQueryOptions& q, std::string& u
   app.add_flag("!--no-guided", q.guided,
                "skip the guided pass (hypotheses from few matches gathering looser ones)")
       ->group("Query");
-  app.add_option("--guided-ratio", q.guided_ratio, "ratio test of the matches the guided pass gathers")
-      ->capture_default_str()->group("Query");
+  app.add_option("--guided-ratio", q.guided_ratio,
+                 "ratio test of the matches the guided pass gathers")
+      ->capture_default_str()
+      ->group("Query");
   app.add_option("--guided-min-matches", q.guided_min_matches,
                  "ratio-test matches that must agree on a guided hypothesis")
       ->capture_default_str()->group("Query");

@@ -62,8 +62,10 @@ void AddMatchOptions(CLI::App& app, MatchCliOptions& o) {
       ->group("Matching");
   app.add_option("--model", o.model, "geometric model: homography, fundamental, none")
       ->capture_default_str()->group("Verification");
-  app.add_option("--usac", o.usac, "USAC variant: magsac, default, accurate, prosac, fast, parallel")
-      ->capture_default_str()->group("Verification");
+  app.add_option("--usac", o.usac,
+                 "USAC variant: magsac, default, accurate, prosac, fast, parallel")
+      ->capture_default_str()
+      ->group("Verification");
   app.add_option("--threshold", m.verify.threshold, "inlier threshold in pixels")
       ->capture_default_str()->group("Verification");
   app.add_option("--confidence", m.verify.confidence, "RANSAC confidence")->capture_default_str()

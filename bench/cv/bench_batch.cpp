@@ -105,7 +105,8 @@ int RunBatchBench(const std::vector<std::string>& args) {
   const std::string model = ArgValue(args, "--model", "none");
   const std::string backend = ArgValue(args, "--backend", "auto");
   const std::string data = ArgValue(args, "--data", "/usr/share/doc/opencv-doc/examples/data");
-  const std::string work = ArgValue(args, "--work", (fs::temp_directory_path() / "fm_bench_batch").string());
+  const std::string work =
+      ArgValue(args, "--work", (fs::temp_directory_path() / "fm_bench_batch").string());
   const bool per_pair = HasFlag(args, "--per-pair");
 
   fs::remove_all(work);
@@ -153,21 +154,22 @@ int RunBatchBench(const std::vector<std::string>& args) {
     inliers += r.inliers;
     ++n;
   }
-  nlohmann::json j = {{"bench", "batch"},
-                      {"stage", "matching"},
-                      {"images", images},
-                      {"features", features},
-                      {"scene_size", scene},
-                      {"pairs_total", s.pairs_total},
-                      {"pairs_measured", s.pairs_matched},
-                      {"batching", per_pair ? "one pair per kNN search" : "batched"},
-                      {"model", model},
-                      {"backend", s.backend},
-                      {"threads", threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency())},
-                      {"match_seconds", s.match_seconds},
-                      {"pairs_per_second", s.match_pairs_per_second},
-                      {"mean_matches_per_pair", n ? static_cast<double>(matches) / n : 0},
-                      {"mean_inliers_per_pair", n ? static_cast<double>(inliers) / n : 0}};
+  nlohmann::json j = {
+      {"bench", "batch"},
+      {"stage", "matching"},
+      {"images", images},
+      {"features", features},
+      {"scene_size", scene},
+      {"pairs_total", s.pairs_total},
+      {"pairs_measured", s.pairs_matched},
+      {"batching", per_pair ? "one pair per kNN search" : "batched"},
+      {"model", model},
+      {"backend", s.backend},
+      {"threads", threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency())},
+      {"match_seconds", s.match_seconds},
+      {"pairs_per_second", s.match_pairs_per_second},
+      {"mean_matches_per_pair", n ? static_cast<double>(matches) / n : 0},
+      {"mean_inliers_per_pair", n ? static_cast<double>(inliers) / n : 0}};
   std::printf("%s\n", j.dump().c_str());
   fs::remove_all(work);
   return 0;

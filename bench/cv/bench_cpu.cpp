@@ -108,7 +108,8 @@ int RunCpuBench(const std::vector<std::string>& args) {
     RunDataset("graf1-graf3-sift", a.descriptors, b.descriptors, runs, peers);
   }
   if (only.empty() || only == "10k") {
-    RunDataset("siftlike-10k", SiftLike(10000, 1), SiftLike(10000, 2), std::max(3, runs / 2), peers);
+    RunDataset("siftlike-10k", SiftLike(10000, 1), SiftLike(10000, 2), std::max(3, runs / 2),
+               peers);
   }
   if (only.empty() || only == "100k") {
     RunDataset("siftlike-100k", SiftLike(10000, 3), SiftLike(100000, 4), 3, peers);

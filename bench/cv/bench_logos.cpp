@@ -70,8 +70,9 @@ core::DescriptorMatrix FillTo(const core::DescriptorMatrix& real, int64_t rows, 
     const uint8_t* src = real.u8() + (copy ? r : pick(rng)) * d;
     uint8_t* dst = out.u8() + r * d;
     for (int32_t j = 0; j < d; ++j)
-      dst[j] = copy ? src[j]
-                    : static_cast<uint8_t>(std::clamp(static_cast<int>(src[j]) + jitter(rng), 0, 255));
+      dst[j] =
+          copy ? src[j]
+               : static_cast<uint8_t>(std::clamp(static_cast<int>(src[j]) + jitter(rng), 0, 255));
   }
   return out;
 }

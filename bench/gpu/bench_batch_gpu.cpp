@@ -111,8 +111,8 @@ int RunLogosGpu(const std::vector<std::string>& args) {
   const int64_t nq = scene.descriptors.rows();
   std::vector<float> dist(static_cast<std::size_t>(nq * k));
   std::vector<int64_t> idx(dist.size());
-  const auto t = TimeRuns([&] { index.Search(scene.descriptors.u8(), nq, k, dist.data(), idx.data()); },
-                          runs, 2);
+  const auto t = TimeRuns(
+      [&] { index.Search(scene.descriptors.u8(), nq, k, dist.data(), idx.data()); }, runs, 2);
   std::printf(
       "{\"bench\":\"logo_query_knn_gpu\",\"device\":\"%s\",\"queries\":%lld,\"library\":%lld,"
       "\"k\":%lld,\"runs\":%d,\"median_ms\":%.3f,\"min_ms\":%.3f,\"path\":\"%s\"}\n",

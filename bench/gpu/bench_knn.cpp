@@ -1,7 +1,7 @@
 // featmatch-bench knn: the GPU exact kNN engine on D = 128 uint8 SIFT-like data, the target
-// shapes of DESIGN.md, plus a corpus streamed from host memory at 4x the memory budget. One line per
-// shape: median time over several runs, the stage times of one run, and the cuBLASLt int8 GEMM of
-// the same product measured in the same process (the scoring floor of the unfused approach).
+// shapes of DESIGN.md, plus a corpus streamed from host memory at 4x the memory budget. One line
+// per shape: median time over several runs, the stage times of one run, and the cuBLASLt int8 GEMM
+// of the same product measured in the same process (the scoring floor of the unfused approach).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -93,15 +93,15 @@ double GemmFloorMs(gpu::Resources& res, const uint8_t* dq, const uint8_t* dc, in
 
 void PrintStats(const gpu::SearchStats& st) {
   std::printf(
-      "\"path\":\"%s\",\"score_kernel\":\"%s\",\"fused_fallback\":%s,\"fused_redone\":%lld,\"candidates\":%lld,\"tile_rows\":%lld,"
+      "\"path\":\"%s\",\"score_kernel\":\"%s\",\"fused_fallback\":%s,\"fused_redone\":%lld,"
+      "\"candidates\":%lld,\"tile_rows\":%lld,"
       "\"tile_cols\":%lld,\"query_tiles\":%lld,\"corpus_tiles\":%lld,\"prepare_ms\":%.4f,"
       "\"score_ms\":%.4f,\"select_ms\":%.4f,\"copy_ms\":%.4f,\"stats_total_ms\":%.4f",
       st.path.c_str(), st.score_kernel.c_str(), st.fused_fallback ? "true" : "false",
-      static_cast<long long>(st.fused_redone),
-      static_cast<long long>(st.candidates), static_cast<long long>(st.tile_rows),
-      static_cast<long long>(st.tile_cols), static_cast<long long>(st.query_tiles),
-      static_cast<long long>(st.corpus_tiles), st.prepare_ms, st.score_ms, st.select_ms,
-      st.copy_ms, st.total_ms);
+      static_cast<long long>(st.fused_redone), static_cast<long long>(st.candidates),
+      static_cast<long long>(st.tile_rows), static_cast<long long>(st.tile_cols),
+      static_cast<long long>(st.query_tiles), static_cast<long long>(st.corpus_tiles),
+      st.prepare_ms, st.score_ms, st.select_ms, st.copy_ms, st.total_ms);
 }
 
 int RunKnnBench(const std::vector<std::string>& args) {
@@ -129,7 +129,8 @@ int RunKnnBench(const std::vector<std::string>& args) {
   for (std::size_t si = 0; si < shapes.size(); ++si) {
     if (!only.empty() && only.find(std::to_string(si)) == std::string::npos) continue;
     const Shape& s = shapes[si];
-    std::vector<uint8_t> hc(static_cast<std::size_t>(s.n * d)), hq(static_cast<std::size_t>(s.q * d));
+    std::vector<uint8_t> hc(static_cast<std::size_t>(s.n * d)),
+        hq(static_cast<std::size_t>(s.q * d));
     FillSiftLike(hc.data(), hc.size(), 1 + si);
     FillSiftLike(hq.data(), hq.size(), 100 + si);
     gpu::IndexOptions o;
@@ -241,7 +242,9 @@ int RunKnnBench(const std::vector<std::string>& args) {
   return 0;
 }
 
-FM_REGISTER_BENCH("knn", "GPU exact kNN engine (D=128 uint8; --runs N, --only 0123s, --precision P, --no-fused, --mma-sync, --check, --tentative-rank J)",
+FM_REGISTER_BENCH("knn",
+                  "GPU exact kNN engine (D=128 uint8; --runs N, --only 0123s, --precision P, "
+                  "--no-fused, --mma-sync, --check, --tentative-rank J)",
                   RunKnnBench);
 
 }  // namespace

@@ -19,7 +19,8 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string Dir(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("fm_batch_cli_" + std::to_string(::getpid())) / name;
+  const fs::path p =
+      fs::temp_directory_path() / ("fm_batch_cli_" + std::to_string(::getpid())) / name;
   fs::remove_all(p);
   fs::create_directories(p);
   return p.string();

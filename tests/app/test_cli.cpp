@@ -41,8 +41,9 @@ class Cli_ : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fm::test::HaveSamples()) GTEST_SKIP() << "OpenCV sample data not installed";
-    dir_ = fs::temp_directory_path() /
-           ("fm_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    dir_ =
+        fs::temp_directory_path() /
+        ("fm_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }

@@ -71,7 +71,8 @@ TEST_F(FeatureFile, RoundTripUint8AndFloat) {
       EXPECT_EQ(g.keypoints[i].x, f.keypoints[i].x);
       EXPECT_EQ(g.keypoints[i].octave, f.keypoints[i].octave);
     }
-    EXPECT_EQ(0, std::memcmp(g.descriptors.bytes(), f.descriptors.bytes(), f.descriptors.size_bytes()));
+    EXPECT_EQ(
+        0, std::memcmp(g.descriptors.bytes(), f.descriptors.bytes(), f.descriptors.size_bytes()));
   }
 }
 

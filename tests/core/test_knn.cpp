@@ -252,7 +252,8 @@ TEST(CpuKnn, MetricsOnUint8AgreeWithFloat) {
     auto got = CreateCpuKnnBackend()->Search(q, c, p);
     auto want = BruteForceKnn(q, c, p);
     for (std::size_t i = 0; i < got.distances.size(); ++i)
-      EXPECT_NEAR(got.distances[i], want.distances[i], 1e-3 * std::max(1.0f, std::abs(want.distances[i])));
+      EXPECT_NEAR(got.distances[i], want.distances[i],
+                  1e-3 * std::max(1.0f, std::abs(want.distances[i])));
   }
 }
 

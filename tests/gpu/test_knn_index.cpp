@@ -299,7 +299,8 @@ std::vector<Param> SweepParams() {
   // uint8: every precision x every metric on the main shapes; configs on L2/exact.
   for (KnnMetric m : metrics)
     for (Precision pr : {Precision::kExact, Precision::kFp32, Precision::kTf32, Precision::kFp16})
-      for (int s = 0; s < 2; ++s) out.push_back({ElementType::kUint8, m, pr, Config::kDefault, kShapes[s]});
+      for (int s = 0; s < 2; ++s)
+        out.push_back({ElementType::kUint8, m, pr, Config::kDefault, kShapes[s]});
   for (KnnMetric m : metrics)
     for (Precision pr : {Precision::kExact, Precision::kTf32, Precision::kFp16})
       out.push_back({ElementType::kFloat32, m, pr, Config::kDefault, kShapes[0]});

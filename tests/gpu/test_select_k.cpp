@@ -385,7 +385,8 @@ std::vector<Param> AllParams() {
   }
   // Past the largest bucket: the documented fallback.
   out.push_back({SelectAlgo::kQuickMultiSelect, 3000, {"random", 3, 5000, Fill::kRandom}});
-  out.push_back({SelectAlgo::kTruncatedBitonic, 2049, {"n_km1", 2, -1, Fill::kRandom, 0, false, true}});
+  out.push_back(
+      {SelectAlgo::kTruncatedBitonic, 2049, {"n_km1", 2, -1, Fill::kRandom, 0, false, true}});
   return out;
 }
 

@@ -115,7 +115,8 @@ TEST(Guided, NeighboursAmongTheCandidatesAreABruteForceSearchs) {
       if (std::hypot(s.b.keypoints[j].x - q[0] / q[2], s.b.keypoints[j].y - q[1] / q[2]) > 3.0)
         continue;
       s.b.descriptors.RowAsFloat(j, cb.data());
-      const double d = core::DescriptorDistance(qa.data(), cb.data(), dim, core::Metric::kL2Squared);
+      const double d =
+          core::DescriptorDistance(qa.data(), cb.data(), dim, core::Metric::kL2Squared);
       if (d < best) best = d, best_j = j;
     }
     if (best_j < 0) continue;

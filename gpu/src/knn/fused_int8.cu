@@ -350,7 +350,8 @@ __device__ __forceinline__ void WarpBitonicSort(uint64_t (&key)[KPL], int lane) 
         for (int j = 0; j < KPL; ++j) {
           const int e = lane * KPL + j;
           const bool asc = (e & size) == 0;
-          const uint32_t lo = __shfl_xor_sync(0xffffffffu, static_cast<uint32_t>(key[j]), lane_mask);
+          const uint32_t lo =
+              __shfl_xor_sync(0xffffffffu, static_cast<uint32_t>(key[j]), lane_mask);
           const uint32_t hi =
               __shfl_xor_sync(0xffffffffu, static_cast<uint32_t>(key[j] >> 32), lane_mask);
           const uint64_t other = (static_cast<uint64_t>(hi) << 32) | lo;

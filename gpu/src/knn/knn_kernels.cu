@@ -187,11 +187,11 @@ __global__ void EpilogueKernel(void* tile, int64_t rows, int64_t cols, int64_t l
     const int64_t at = r * ld + c;
     float d;
     if constexpr (kIntIp) {
-      d = PairDistance<true>(0.f, static_cast<const int*>(tile)[at], q, cstats[c * cstride], metric, kind,
-                             dim);
+      d = PairDistance<true>(0.f, static_cast<const int*>(tile)[at], q, cstats[c * cstride], metric,
+                             kind, dim);
     } else {
-      d = PairDistance<false>(static_cast<const float*>(tile)[at], 0, q, cstats[c * cstride], metric, kind,
-                              dim);
+      d = PairDistance<false>(static_cast<const float*>(tile)[at], 0, q, cstats[c * cstride],
+                              metric, kind, dim);
     }
     static_cast<float*>(tile)[at] = d;
   }
@@ -260,9 +260,9 @@ __global__ void MergeKernel(float* run_vals, int64_t* run_idx, int64_t k,
   }
 }
 
-__global__ void DropSelfKernel(const float* __restrict__ in_vals, const int64_t* __restrict__ in_idx,
-                               int64_t k, int64_t rows, int64_t row0, float* out_vals,
-                               int64_t* out_idx) {
+__global__ void DropSelfKernel(const float* __restrict__ in_vals,
+                               const int64_t* __restrict__ in_idx, int64_t k, int64_t rows,
+                               int64_t row0, float* out_vals, int64_t* out_idx) {
   const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const float* v = in_vals + r * (k + 1);

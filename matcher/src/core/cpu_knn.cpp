@@ -116,7 +116,8 @@ class CpuKnnBackend final : public KnnBackend {
     const int64_t d = queries.dim();
     int threads = params.threads > 0 ? std::min(params.threads, max_threads_) : max_threads_;
     // Small problems do not pay for threads.
-    if (static_cast<double>(nq) * static_cast<double>(n) * static_cast<double>(d) < 2e6) threads = 1;
+    if (static_cast<double>(nq) * static_cast<double>(n) * static_cast<double>(d) < 2e6)
+      threads = 1;
     const bool integer = integer_kernel_ && metric == Metric::kL2Squared &&
                          queries.type() == DescriptorType::kUint8;
     // Threads take blocks of queries (each path its own size): no more threads than blocks, so

@@ -133,7 +133,8 @@ Header CheckHeader(const uint8_t* p, std::size_t size, const std::string& what) 
   const auto type = static_cast<DescriptorType>(h.descriptor_type);
   // Expected size, with every product checked against overflow.
   const uint64_t limit = std::numeric_limits<uint64_t>::max() / 4;
-  const uint64_t row_bytes = static_cast<uint64_t>(h.dim) * DescriptorTypeSize(type) + kKeypointSize;
+  const uint64_t row_bytes =
+      static_cast<uint64_t>(h.dim) * DescriptorTypeSize(type) + kKeypointSize;
   if (h.count > limit / row_bytes) throw fail("feature count out of range");
   const uint64_t expected = kHeaderSize + h.metadata_size + h.count * row_bytes + 4;
   if (size < expected)
@@ -176,7 +177,8 @@ Features DecodeFeatures(const void* data, std::size_t size, std::string* metadat
     std::memcpy(&k.octave, p + off + 20, 4);
     off += kKeypointSize;
   }
-  f.descriptors = DescriptorMatrix(type, static_cast<int64_t>(h.count), static_cast<int32_t>(h.dim));
+  f.descriptors =
+      DescriptorMatrix(type, static_cast<int64_t>(h.count), static_cast<int32_t>(h.dim));
   std::memcpy(f.descriptors.bytes(), p + off, f.descriptors.size_bytes());
   return f;
 }

@@ -103,7 +103,8 @@ KnnResult BruteForceKnn(const DescriptorMatrix& queries, const DescriptorMatrix&
   for (int64_t qi = 0; qi < nq; ++qi) {
     queries.RowAsFloat(qi, q.data());
     for (int64_t i = 0; i < n; ++i)
-      row[i] = {static_cast<float>(DescriptorDistance(q.data(), c.data() + i * d, d, params.metric)), i};
+      row[i] = {
+          static_cast<float>(DescriptorDistance(q.data(), c.data() + i * d, d, params.metric)), i};
     std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) {
       return detail::NeighbourLess(a.first, a.second, b.first, b.second);
     });

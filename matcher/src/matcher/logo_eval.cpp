@@ -23,7 +23,8 @@ bool LogoEvalOptions::Check(std::string* why) const {
     return false;
   };
   if (scenes < 1) return bad("scenes must be >= 1");
-  if (!(negative_fraction >= 0 && negative_fraction <= 1)) return bad("negatives must be in [0, 1]");
+  if (!(negative_fraction >= 0 && negative_fraction <= 1))
+    return bad("negatives must be in [0, 1]");
   if (!(two_logo_fraction >= 0 && repeat_fraction >= 0 && two_logo_fraction + repeat_fraction <= 1))
     return bad("two-logo and repeat fractions must be >= 0 and sum to at most 1");
   if (scene_width < 160 || scene_height < 120) return bad("scenes must be at least 160x120");
@@ -31,7 +32,8 @@ bool LogoEvalOptions::Check(std::string* why) const {
     return bad("logo widths must satisfy 16 <= min <= max");
   if (max_logo_width > scene_width / 2 || max_logo_width > scene_height / 2)
     return bad("the largest logo must fit twice into the scene (max width <= half the scene)");
-  if (!(max_rotation_deg >= 0 && max_rotation_deg <= 180)) return bad("rotation must be in [0, 180]");
+  if (!(max_rotation_deg >= 0 && max_rotation_deg <= 180))
+    return bad("rotation must be in [0, 180]");
   if (!(perspective >= 0 && perspective < 0.3)) return bad("perspective must be in [0, 0.3)");
   if (!(occlusion_probability >= 0 && occlusion_probability <= 1))
     return bad("occlusion probability must be in [0, 1]");
@@ -176,7 +178,9 @@ EvalLogo RandomDistractor(cv::RNG& rng) {
                                 "TERRA", "LUMEN", "BOREAL"};
   const int fonts[] = {cv::FONT_HERSHEY_SIMPLEX, cv::FONT_HERSHEY_DUPLEX, cv::FONT_HERSHEY_COMPLEX,
                        cv::FONT_HERSHEY_TRIPLEX, cv::FONT_HERSHEY_PLAIN};
-  auto color = [&] { return cv::Scalar(rng.uniform(0, 256), rng.uniform(0, 256), rng.uniform(0, 256)); };
+  auto color = [&] {
+    return cv::Scalar(rng.uniform(0, 256), rng.uniform(0, 256), rng.uniform(0, 256));
+  };
   cv::Mat m(200, 360, CV_8UC3, color());
   const int shapes = rng.uniform(1, 4);
   for (int i = 0; i < shapes; ++i) {
@@ -216,7 +220,8 @@ bool Paste(cv::Mat& scene, const EvalLogo& logo, std::vector<cv::Rect>& taken, c
     const double cy = rng.uniform(0.0, static_cast<double>(scene.rows));
     const double ca = std::cos(ang), sa = std::sin(ang);
     std::vector<cv::Point2f> dst;
-    const double px[4] = {-tw / 2, tw / 2, tw / 2, -tw / 2}, py[4] = {-th / 2, -th / 2, th / 2, th / 2};
+    const double px[4] = {-tw / 2, tw / 2, tw / 2, -tw / 2},
+                 py[4] = {-th / 2, -th / 2, th / 2, th / 2};
     for (int i = 0; i < 4; ++i) {
       const double jx = rng.uniform(-o.perspective, o.perspective) * tw;
       const double jy = rng.uniform(-o.perspective, o.perspective) * tw;
@@ -281,9 +286,15 @@ void Occlude(cv::Mat& scene, EvalInstance& inst, cv::RNG& rng) {
   int x, y;
   switch (rng.uniform(0, 4)) {
     case 0: x = box.x - ow / 3; y = rng.uniform(box.y, std::max(box.y + 1, box.br().y - oh)); break;
-    case 1: x = box.br().x - 2 * ow / 3; y = rng.uniform(box.y, std::max(box.y + 1, box.br().y - oh)); break;
+    case 1:
+      x = box.br().x - 2 * ow / 3;
+      y = rng.uniform(box.y, std::max(box.y + 1, box.br().y - oh));
+      break;
     case 2: x = rng.uniform(box.x, std::max(box.x + 1, box.br().x - ow)); y = box.y - oh / 3; break;
-    default: x = rng.uniform(box.x, std::max(box.x + 1, box.br().x - ow)); y = box.br().y - 2 * oh / 3; break;
+    default:
+      x = rng.uniform(box.x, std::max(box.x + 1, box.br().x - ow));
+      y = box.br().y - 2 * oh / 3;
+      break;
   }
   cv::Rect r(x, y, ow, oh);
   r &= cv::Rect(0, 0, scene.cols, scene.rows);
@@ -388,9 +399,10 @@ std::vector<EvalLogo> MakeEvalLogos(const std::string& data_dir) {
     }
     out.push_back(l);
   }
-  out.push_back(Opaque("linux", "sample:LinuxLogo.jpg", FitSide(ReadSample(dir, "LinuxLogo.jpg"), 320)));
   out.push_back(
-      Opaque("windows", "sample:WindowsLogo.jpg", FitSide(ReadSample(dir, "WindowsLogo.jpg"), 320)));
+      Opaque("linux", "sample:LinuxLogo.jpg", FitSide(ReadSample(dir, "LinuxLogo.jpg"), 320)));
+  out.push_back(Opaque("windows", "sample:WindowsLogo.jpg",
+                       FitSide(ReadSample(dir, "WindowsLogo.jpg"), 320)));
   out.push_back(Opaque("box", "sample:box.png", FitSide(ReadSample(dir, "box.png"), 320)));
   out.push_back(Crop(dir, "baboon.jpg", "baboon", 0.15, 0.05, 0.7, 0.5));
   out.push_back(Crop(dir, "graf1.png", "graffiti", 0.3, 0.25, 0.4, 0.45));

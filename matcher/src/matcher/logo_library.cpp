@@ -770,7 +770,8 @@ LogoQueryResult LogoLibrary::Query(const core::Features& scene, const LogoQueryO
         if (!std::isinf(second[i])) continue;
         // A copy of the same logo point (from another pyramid level) is no rival.
         const auto& kps = d.features[static_cast<std::size_t>(logo)].keypoints;
-        const auto& a = kps[static_cast<std::size_t>(d.row_local[static_cast<std::size_t>(first_row[i])])];
+        const auto& a =
+            kps[static_cast<std::size_t>(d.row_local[static_cast<std::size_t>(first_row[i])])];
         const auto& b = kps[static_cast<std::size_t>(d.row_local[static_cast<std::size_t>(row)])];
         if (std::hypot(a.x - b.x, a.y - b.y) <= options.same_point_px) continue;
         second[i] = dist;
@@ -1084,9 +1085,9 @@ LogoQueryResult LogoLibrary::Query(const core::Features& scene, const LogoQueryO
         }
         std::vector<cv::Point2f> hull;
         cv::convexHull(pts, hull);
-        const double spread =
-            hull.size() >= 3 ? cv::contourArea(hull) / (static_cast<double>(info.width) * info.height)
-                             : 0.0;
+        const double spread = hull.size() >= 3 ? cv::contourArea(hull) /
+                                                     (static_cast<double>(info.width) * info.height)
+                                               : 0.0;
         int inside = 0;
         for (const auto& k : scene.keypoints) inside += InsideQuad(fit->quad, k.x, k.y) ? 1 : 0;
         const double explained =

@@ -32,7 +32,8 @@ bool MatchOptions::Check(std::string* why) const {
 
 std::vector<uint8_t> MaskFromImage(const core::Features& f, const cv::Mat& mask) {
   if (mask.empty()) return {};
-  if (mask.type() != CV_8UC1) throw std::invalid_argument("a mask must be an 8-bit single-channel image");
+  if (mask.type() != CV_8UC1)
+    throw std::invalid_argument("a mask must be an 8-bit single-channel image");
   if (f.image_width > 0 && (mask.cols != f.image_width || mask.rows != f.image_height))
     throw std::invalid_argument("mask size " + std::to_string(mask.cols) + "x" +
                                 std::to_string(mask.rows) + " differs from the image's " +

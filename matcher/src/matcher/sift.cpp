@@ -151,7 +151,8 @@ core::Features ExtractFeatures(const cv::Mat& image, const SiftOptions& options,
   const int32_t dim = 128;
   core::DescriptorMatrix d(core::DescriptorType::kUint8, static_cast<int64_t>(kps.size()), dim);
   if (!kps.empty()) {
-    CV_Assert(desc.type() == CV_8U && desc.cols == dim && desc.rows == static_cast<int>(kps.size()));
+    CV_Assert(desc.type() == CV_8U && desc.cols == dim &&
+              desc.rows == static_cast<int>(kps.size()));
     for (int i = 0; i < desc.rows; ++i)
       std::memcpy(d.u8() + static_cast<std::size_t>(i) * dim, desc.ptr<uint8_t>(i), dim);
   }

@@ -81,7 +81,16 @@ struct BatchOptions {
   bool Check(std::string* why) const;
 };
 
-enum class BatchStage { kIdle, kScanning, kExtracting, kPairing, kMatching, kDone, kCancelled, kFailed };
+enum class BatchStage {
+  kIdle,
+  kScanning,
+  kExtracting,
+  kPairing,
+  kMatching,
+  kDone,
+  kCancelled,
+  kFailed
+};
 const char* BatchStageName(BatchStage s);
 
 struct BatchProgress {
