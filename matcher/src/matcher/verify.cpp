@@ -78,16 +78,24 @@ int UsacFlag(UsacMethod m) {
   return cv::USAC_MAGSAC;
 }
 
-// Distinct positions of the points whose `counts` byte is set: the cells of a grid of `cell` px
-// that hold one or more (points closer than the inlier threshold are no independent evidence).
+// The matches a model is estimated from: what USAC is given at the least.
+int SampleSize(GeometryModel model) { return model == GeometryModel::kHomography ? 4 : 8; }
+
+// Points closer than the inlier threshold are no independent evidence: positions are told apart
+// by the cells of a grid of the threshold (at least a pixel).
+using Cell = std::pair<int64_t, int64_t>;
+double CellSize(double threshold) { return std::max(1.0, threshold); }
+Cell CellOf(const cv::Point2f& p, double cell) {
+  return {static_cast<int64_t>(std::floor(p.x / cell)),
+          static_cast<int64_t>(std::floor(p.y / cell))};
+}
+
+// Distinct positions of the points whose `counts` byte is set: the cells that hold one or more.
 int DistinctPositions(const std::vector<cv::Point2f>& points, const std::vector<uint8_t>& counts,
                       double cell) {
-  std::vector<std::pair<int64_t, int64_t>> cells;
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    if (!counts[i]) continue;
-    cells.emplace_back(static_cast<int64_t>(std::floor(points[i].x / cell)),
-                       static_cast<int64_t>(std::floor(points[i].y / cell)));
-  }
+  std::vector<Cell> cells;
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    if (counts[i]) cells.push_back(CellOf(points[i], cell));
   std::sort(cells.begin(), cells.end());
   return static_cast<int>(std::unique(cells.begin(), cells.end()) - cells.begin());
 }
@@ -114,7 +122,7 @@ void DropEpipoleMatches(const cv::Mat& f, const std::vector<cv::Point2f>& pa,
 // The inliers (at distinct points, with distinct_points) a verified model needs: min_inliers, and
 // at least the sample the model is estimated from.
 int InliersNeeded(const VerifyOptions& options) {
-  return std::max(options.min_inliers, options.model == GeometryModel::kHomography ? 4 : 8);
+  return std::max(options.min_inliers, SampleSize(options.model));
 }
 
 // log10 of the binomial coefficient C(n, k).
@@ -168,15 +176,11 @@ double Log10Nfa(GeometryModel kind, const cv::Matx33d& model, const std::vector<
   });
   // One match a cell of each image, the best fitting: matches onto one spot are one piece of
   // evidence, not several.
-  const double cell = std::max(1.0, threshold);
-  auto cell_of = [&](const cv::Point2f& p) {
-    return std::pair<int64_t, int64_t>(static_cast<int64_t>(std::floor(p.x / cell)),
-                                       static_cast<int64_t>(std::floor(p.y / cell)));
-  };
-  std::set<std::pair<int64_t, int64_t>> taken_a, taken_b;
+  const double cell = CellSize(threshold);
+  std::set<Cell> taken_a, taken_b;
   std::vector<double> residuals;
   for (const Fit& f : fits) {
-    const auto ca = cell_of(pa[f.i]), cb = cell_of(pb[f.i]);
+    const Cell ca = CellOf(pa[f.i], cell), cb = CellOf(pb[f.i], cell);
     if (taken_a.count(ca) || taken_b.count(cb)) continue;
     taken_a.insert(ca);
     taken_b.insert(cb);
@@ -226,7 +230,7 @@ Verification VerifyMatches(const std::vector<core::Keypoint>& a,
   v.model = options.model;
   v.inliers.assign(matches.size(), 0);
   if (options.model == GeometryModel::kNone) return v;
-  if (matches.size() < (options.model == GeometryModel::kHomography ? 4u : 8u)) return v;
+  if (static_cast<int64_t>(matches.size()) < SampleSize(options.model)) return v;
 
   std::vector<cv::Point2f> pa, pb;
   pa.reserve(matches.size());
@@ -281,7 +285,7 @@ Verification VerifyMatches(const std::vector<core::Keypoint>& a,
     DropEpipoleMatches(v.matrix, pa, pb, 2 * options.threshold, &use);
   std::vector<uint8_t> counts(pa.size());
   for (std::size_t i = 0; i < counts.size(); ++i) counts[i] = mask.data[i] && use[i] ? 1 : 0;
-  const double cell = std::max(1.0, options.threshold);
+  const double cell = CellSize(options.threshold);
   v.distinct_inliers =
       std::min(DistinctPositions(pa, counts, cell), DistinctPositions(pb, counts, cell));
   const int support = options.distinct_points ? v.distinct_inliers : v.num_inliers;
