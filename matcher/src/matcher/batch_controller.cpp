@@ -151,14 +151,18 @@ struct PairOutput {
   TwoViewGeometryRecord geometry;
 };
 
+// A match as the database stores it: the two keypoints' indices.
+std::array<uint32_t, 2> ColmapMatchOf(const core::Match& m) {
+  return {static_cast<uint32_t>(m.query), static_cast<uint32_t>(m.train)};
+}
+
 PairOutput VerifyPair(const VerifyJob& job, const MatchOptions& match) {
   const VerifyOptions& options = match.verify;
   PairOutput out;
   out.id1 = job.id1;
   out.id2 = job.id2;
   out.matches.reserve(job.matches.size());
-  for (const auto& m : job.matches)
-    out.matches.push_back({static_cast<uint32_t>(m.query), static_cast<uint32_t>(m.train)});
+  for (const auto& m : job.matches) out.matches.push_back(ColmapMatchOf(m));
   if (options.model == GeometryModel::kNone) {
     out.geometry.config = TwoViewConfig::kUndefined;
     return out;
@@ -181,9 +185,7 @@ PairOutput VerifyPair(const VerifyJob& job, const MatchOptions& match) {
     }
   }
   for (std::size_t i = 0; i < inlier_source->size(); ++i)
-    if (v.inliers[i])
-      out.geometry.inlier_matches.push_back({static_cast<uint32_t>((*inlier_source)[i].query),
-                                             static_cast<uint32_t>((*inlier_source)[i].train)});
+    if (v.inliers[i]) out.geometry.inlier_matches.push_back(ColmapMatchOf((*inlier_source)[i]));
   std::array<double, 9> m{};
   for (int r = 0; r < 3; ++r)
     for (int c = 0; c < 3; ++c) m[r * 3 + c] = v.matrix.at<double>(r, c);
