@@ -1,8 +1,8 @@
 // featmatch-bench select: k-selection per row on the GPU, every algorithm over the grid of the
 // papers (rows = 8192, N = 2^13 .. 2^16, k = 32 .. 1024) and a long-row shape (rows = 1024,
-// N = 2^20). Each result is reported against the read bandwidth measured in the same process (a
-// kernel that sums the same matrix with 16-byte loads), timed right before and after the result's
-// own runs.
+// N = 2^20). Each result is reported against the read bandwidth measured in the same process (the
+// fastest of three kernels that sum the same matrix with 16-byte loads, LaunchRead), timed right
+// before and after the result's own runs.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -35,16 +35,63 @@ __global__ void FillUniformKernel(float* d, int64_t n, uint64_t seed) {
   }
 }
 
-// Reads n floats (n % 4 == 0, 16-byte aligned) once; one partial sum per block.
+// Reads n floats (n % 4 == 0, 16-byte aligned) once, U float4 a thread in flight each step of a
+// grid-stride loop; one partial sum per block.
+template <int U>
 __global__ void ReadKernel(const float4* d, int64_t n4, float* out) {
   float s = 0;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n4;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  for (; i + (U - 1) * step < n4; i += U * step) {
+    float4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) v[u] = __ldcs(d + i + u * step);
+#pragma unroll
+    for (int u = 0; u < U; ++u) s += v[u].x + v[u].y + v[u].z + v[u].w;
+  }
+  for (; i < n4; i += step) {
     const float4 v = __ldcs(d + i);
     s += v.x + v.y + v.z + v.w;
   }
   for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
   if ((threadIdx.x & 31) == 0) atomicAdd(out + blockIdx.x % 1024, s);
+}
+
+// The same read in chunks of 32 KiB (2048 float4), a block of 256 threads a chunk at a time, eight
+// float4 a thread in flight; n4 a multiple of 2048.
+__global__ void __launch_bounds__(256) ReadChunksKernel(const float4* d, int64_t n4, float* out) {
+  float s = 0;
+  for (int64_t c = blockIdx.x; c < n4 / 2048; c += gridDim.x) {
+    float4 v[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) v[u] = __ldcs(d + c * 2048 + u * 256 + threadIdx.x);
+#pragma unroll
+    for (int u = 0; u < 8; ++u) s += v[u].x + v[u].y + v[u].z + v[u].w;
+  }
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if ((threadIdx.x & 31) == 0) atomicAdd(out + blockIdx.x % 1024, s);
+}
+
+// The read a fraction is taken against is the fastest of three kernels, each timed beside the
+// cell: ReadKernel<1> (8 blocks of 512 threads launched an SM, half of them resident at once; the
+// only one before), ReadKernel<4> on the resident blocks, and ReadChunksKernel on the resident
+// blocks (where n is a multiple of 8192). Reading 8192 x 8192, the first took 0.0687-0.0696 ms on
+// an H200 where the second took 0.0659-0.0665 and the third 0.0651-0.0667 (4-6 % faster; 1-3 % on
+// 2^27 to 2^30 floats); on an H100 0.0948 against 0.0941 and 0.0923 (bench/results/select.md "The
+// read the fractions are taken against", bench/micro/read_shapes.cu).
+constexpr int kReadKernels = 3;
+bool ReadApplies(int which, int64_t n) { return which < 2 || n % 8192 == 0; }
+void LaunchRead(int which, const float* d, int64_t n, float* sums, int multiprocessors,
+                cudaStream_t stream) {
+  const auto* d4 = reinterpret_cast<const float4*>(d);
+  if (which == 0) {
+    ReadKernel<1><<<multiprocessors * 8, 512, 0, stream>>>(d4, n / 4, sums);
+  } else if (which == 1) {
+    ReadKernel<4><<<multiprocessors * 4, 512, 0, stream>>>(d4, n / 4, sums);
+  } else {
+    ReadChunksKernel<<<multiprocessors * 8, 256, 0, stream>>>(d4, n / 4, sums);
+  }
+  FM_CUDA_CHECK(cudaGetLastError());
 }
 
 // `runs` event-timed executions of fn on `stream` (after `warmup` untimed ones), in ms.
@@ -124,13 +171,11 @@ int RunSelect(const std::vector<std::string>& args) {
   // first cells and, through the read, inflated the fractions of the others of that shape.
   {
     const auto t0 = std::chrono::steady_clock::now();
-    const int64_t n4 = max_elems / 4;
     while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(500)) {
       for (int i = 0; i < 4; ++i) {
-        ReadKernel<<<info.multiprocessors * 8, 512, 0, stream>>>(
-            reinterpret_cast<const float4*>(data.data()), n4, sums.data());
+        LaunchRead(i % kReadKernels, data.data(), max_elems - max_elems % 8192, sums.data(),
+                   info.multiprocessors, stream);
       }
-      FM_CUDA_CHECK(cudaGetLastError());
       FM_CUDA_CHECK(cudaStreamSynchronize(stream));
     }
   }
@@ -143,11 +188,28 @@ int RunSelect(const std::vector<std::string>& args) {
     const int64_t n = s.rows * s.cols;
     const double bytes = static_cast<double>(n) * 4.0;
     const int read_runs = std::max(runs, 10);
-    auto read = [&] {
-      ReadKernel<<<info.multiprocessors * 8, 512, 0, stream>>>(
-          reinterpret_cast<const float4*>(data.data()), n / 4, sums.data());
+    // The fastest of the reads (LaunchRead), each timed `read_runs` times around the work.
+    auto read_ms_of = [&](int warmup, auto&& work) {
+      std::vector<double> t[kReadKernels];
+      auto time_reads = [&](int w) {
+        for (int v = 0; v < kReadKernels; ++v) {
+          if (!ReadApplies(v, n)) continue;
+          const std::vector<double> r = TimedMs(stream, read_runs, w, [&] {
+            LaunchRead(v, data.data(), n, sums.data(), info.multiprocessors, stream);
+          });
+          t[v].insert(t[v].end(), r.begin(), r.end());
+        }
+      };
+      time_reads(warmup);
+      work();
+      time_reads(0);
+      double best = 0;
+      for (int v = 0; v < kReadKernels; ++v) {
+        if (!t[v].empty() && (best == 0 || Median(t[v]) < best)) best = Median(t[v]);
+      }
+      return best;
     };
-    const double read_ms = Median(TimedMs(stream, read_runs, 2, read));
+    const double read_ms = read_ms_of(2, [] {});
     const double read_gbs = bytes / read_ms / 1e6;
     if (json) {
       std::printf(
@@ -166,14 +228,13 @@ int RunSelect(const std::vector<std::string>& args) {
         // 0.091-0.094 in the processes around it, and one cell of auto that ran after the sort
         // took 0.149 ms against 0.117-0.119 everywhere else (bench/results/select.md "The grid
         // at eed42be, every algorithm"). A read beside the cell runs in the state the cell ran in.
-        std::vector<double> cell_read = TimedMs(stream, read_runs, 1, read);
-        const double ms = Median(TimedMs(stream, r, 1, [&] {
-          fm::gpu::select_k(res, data.data(), s.rows, s.cols, s.cols, k, algo, out_v.data(),
-                            out_i.data());
-        }));
-        const std::vector<double> after = TimedMs(stream, read_runs, 0, read);
-        cell_read.insert(cell_read.end(), after.begin(), after.end());
-        const double cell_read_ms = Median(cell_read);
+        double ms = 0;
+        const double cell_read_ms = read_ms_of(1, [&] {
+          ms = Median(TimedMs(stream, r, 1, [&] {
+            fm::gpu::select_k(res, data.data(), s.rows, s.cols, s.cols, k, algo, out_v.data(),
+                              out_i.data());
+          }));
+        });
         const double gbs = bytes / ms / 1e6;
         const std::string chosen =
             fm::gpu::SelectAlgoName(algo == fm::gpu::SelectAlgo::kAuto
