@@ -17,6 +17,7 @@
 #include "cuda_check.cuh"
 #include "fm/gpu/resources.h"
 #include "fm/gpu/select_k.h"
+#include "micro/read_kernels.cuh"
 
 namespace fm::bench {
 namespace {
@@ -35,50 +36,14 @@ __global__ void FillUniformKernel(float* d, int64_t n, uint64_t seed) {
   }
 }
 
-// Reads n floats (n % 4 == 0, 16-byte aligned) once, U float4 a thread in flight each step of a
-// grid-stride loop; one partial sum per block.
-template <int U>
-__global__ void ReadKernel(const float4* d, int64_t n4, float* out) {
-  float s = 0;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  for (; i + (U - 1) * step < n4; i += U * step) {
-    float4 v[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) v[u] = __ldcs(d + i + u * step);
-#pragma unroll
-    for (int u = 0; u < U; ++u) s += v[u].x + v[u].y + v[u].z + v[u].w;
-  }
-  for (; i < n4; i += step) {
-    const float4 v = __ldcs(d + i);
-    s += v.x + v.y + v.z + v.w;
-  }
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-  if ((threadIdx.x & 31) == 0) atomicAdd(out + blockIdx.x % 1024, s);
-}
-
-// The same read in chunks of 32 KiB (2048 float4), a block of 256 threads a chunk at a time, eight
-// float4 a thread in flight; n4 a multiple of 2048.
-__global__ void __launch_bounds__(256) ReadChunksKernel(const float4* d, int64_t n4, float* out) {
-  float s = 0;
-  for (int64_t c = blockIdx.x; c < n4 / 2048; c += gridDim.x) {
-    float4 v[8];
-#pragma unroll
-    for (int u = 0; u < 8; ++u) v[u] = __ldcs(d + c * 2048 + u * 256 + threadIdx.x);
-#pragma unroll
-    for (int u = 0; u < 8; ++u) s += v[u].x + v[u].y + v[u].z + v[u].w;
-  }
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-  if ((threadIdx.x & 31) == 0) atomicAdd(out + blockIdx.x % 1024, s);
-}
-
-// The read a fraction is taken against is the fastest of three kernels, each timed beside the
-// cell: ReadKernel<1> (8 blocks of 512 threads launched an SM, half of them resident at once; the
-// only one before), ReadKernel<4> on the resident blocks, and ReadChunksKernel on the resident
-// blocks (where n is a multiple of 8192). Reading 8192 x 8192, the first took 0.0687-0.0696 ms on
-// an H200 where the second took 0.0659-0.0665 and the third 0.0651-0.0667 (4-6 % faster; 1-3 % on
-// 2^27 to 2^30 floats); on an H100 0.0948 against 0.0941 and 0.0923 (bench/results/select.md "The
-// read the fractions are taken against", bench/micro/read_shapes.cu).
+// The read a fraction is taken against is the fastest of three kernels (micro/read_kernels.cuh),
+// each timed beside the cell: ReadKernel<1> (8 blocks of 512 threads launched an SM, half of them
+// resident at once; the only one before), ReadKernel<4> on the resident blocks, and
+// ReadChunksKernel on the resident blocks (where n is a multiple of 8192). Reading 8192 x 8192, the
+// first took 0.0687-0.0696 ms on an H200 where the second took 0.0659-0.0665 and the third
+// 0.0651-0.0667 (4-6 % faster; 1-3 % on 2^27 to 2^30 floats); on an H100 0.0948 against 0.0941 and
+// 0.0923 (bench/results/select.md "The read the fractions are taken against",
+// bench/micro/read_shapes.cu).
 constexpr int kReadKernels = 3;
 bool ReadApplies(int which, int64_t n) { return which < 2 || n % 8192 == 0; }
 void LaunchRead(int which, const float* d, int64_t n, float* sums, int multiprocessors,
@@ -89,7 +54,7 @@ void LaunchRead(int which, const float* d, int64_t n, float* sums, int multiproc
   } else if (which == 1) {
     ReadKernel<4><<<multiprocessors * 4, 512, 0, stream>>>(d4, n / 4, sums);
   } else {
-    ReadChunksKernel<<<multiprocessors * 8, 256, 0, stream>>>(d4, n / 4, sums);
+    ReadChunksKernel<256><<<multiprocessors * 8, 256, 0, stream>>>(d4, n / 4, sums);
   }
   FM_CUDA_CHECK(cudaGetLastError());
 }

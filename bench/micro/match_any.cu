@@ -5,16 +5,9 @@
 // not rank words by match.any.)
 #include <cstdio>
 #include <cstdlib>
-#include <cuda_runtime.h>
 
-#define CHECK(x)                                                                          \
-  do {                                                                                    \
-    const cudaError_t err_ = (x);                                                         \
-    if (err_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
+#include "micro_util.h"
+
 template <int MODE>
 __global__ void K(unsigned* out, int iters, unsigned seed) {
   unsigned v[8];
@@ -25,8 +18,10 @@ __global__ void K(unsigned* out, int iters, unsigned seed) {
     for (int j = 0; j < 8; ++j) {
       unsigned d = (v[j] >> (i & 7)) & (MODE == 2 ? 3u : 255u);
       unsigned r;
-      if (MODE == 0) r = __shfl_sync(0xffffffffu, d, (threadIdx.x + 1) & 31);
-      else r = __match_any_sync(0xffffffffu, d);
+      if (MODE == 0)
+        r = __shfl_sync(0xffffffffu, d, (threadIdx.x + 1) & 31);
+      else
+        r = __match_any_sync(0xffffffffu, d);
       v[j] += r;
     }
   }

@@ -3,27 +3,19 @@
 // alone. Each block reads a row at a time (256 threads, eight float4 loads each in flight) and
 // writes the row's k outputs in order; store policies: plain, streaming (st.global.cs), L2
 // evict-first and evict-last hints; the output in one buffer, or rotated over four so that no
-// run finds the previous run's lines in L2. First, the read alone by a few kernels (the select
-// benchmark's and three others; bench/micro/read_shapes.cu does the same over more sizes). Build
-// and run on the device:
+// run finds the previous run's lines in L2. First, the read alone by a few kernels (ReadKernel<1>,
+// the select benchmark's only read until 12e6042, and three others; bench/micro/read_shapes.cu
+// does the same over more sizes). Build and run on the device:
 //   nvcc -arch=sm_90 -O3 bench/micro/write_cost.cu -o /tmp/write_cost && /tmp/write_cost
 // (bench/results/select.md "What the output costs").
-#include <cuda_runtime.h>
-
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
 
-#define CHECK(x)                                                                         \
-  do {                                                                                   \
-    const cudaError_t err_ = (x);                                                        \
-    if (err_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                      \
-    }                                                                                    \
-  } while (0)
+#include "micro_util.h"
+#include "read_kernels.cuh"
+
+using fm::bench::ReadKernel;
 
 constexpr int kRows = 8192, kCols = 8192;
 
@@ -36,40 +28,6 @@ __global__ void Fill(float* d, int64_t n) {
     h ^= h >> 13;
     d[i] = static_cast<float>(h >> 8) * (1.0f / 16777216.0f);
   }
-}
-
-// The benchmark's read (bench/gpu/bench_select.cu): every float4 once, a partial sum a block.
-__global__ void ReadKernel(const float4* d, int64_t n4, float* out) {
-  float s = 0.0f;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n4;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    const float4 v = __ldcs(d + i);
-    s += v.x + v.y + v.z + v.w;
-  }
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-  if ((threadIdx.x & 31) == 0) atomicAdd(out + blockIdx.x % 1024, s);
-}
-
-// The same read with U float4 a thread in flight each step (independent loads, one grid-stride
-// loop).
-template <int U>
-__global__ void ReadUnrolled(const float4* d, int64_t n4, float* out) {
-  float s = 0.0f;
-  const int64_t step = int64_t{gridDim.x} * blockDim.x;
-  int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  for (; i + (U - 1) * step < n4; i += U * step) {
-    float4 v[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) v[u] = __ldcs(d + i + u * step);
-#pragma unroll
-    for (int u = 0; u < U; ++u) s += v[u].x + v[u].y + v[u].z + v[u].w;
-  }
-  for (; i < n4; i += step) {
-    const float4 v = __ldcs(d + i);
-    s += v.x + v.y + v.z + v.w;
-  }
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-  if ((threadIdx.x & 31) == 0) atomicAdd(out + blockIdx.x % 1024, s);
 }
 
 enum Policy { kPlain, kStreaming, kEvictFirst, kEvictLast };
@@ -134,34 +92,10 @@ __global__ void WriteOnly(int k, float* values, int64_t* indices) {
   }
 }
 
-template <typename F>
-double MedianMs(int runs, F&& launch) {
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  std::vector<double> t;
-  for (int i = 0; i < runs + 2; ++i) {
-    CHECK(cudaEventRecord(a));
-    launch(i);
-    CHECK(cudaGetLastError());
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    float ms;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    if (i >= 2) t.push_back(ms);
-  }
-  CHECK(cudaEventDestroy(a));
-  CHECK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 int main(int argc, char** argv) {
-  const int runs = argc > 1 ? std::atoi(argv[1]) : 15;
-  int sms;
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  cudaDeviceProp prop;
-  CHECK(cudaGetDeviceProperties(&prop, 0));
+  const int runs = RunsArg(argc, argv);
+  const cudaDeviceProp prop = CurrentDevice();
+  const int sms = prop.multiProcessorCount;
   const int64_t n = int64_t{kRows} * kCols;
   float* d;
   CHECK(cudaMalloc(&d, n * 4));
@@ -177,7 +111,7 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&indices[b], int64_t{kRows} * kMaxK * 8));
   }
   auto read = [&](int) {
-    ReadKernel<<<sms * 8, 512>>>(reinterpret_cast<const float4*>(d), n / 4, sums);
+    ReadKernel<1><<<sms * 8, 512>>>(reinterpret_cast<const float4*>(d), n / 4, sums);
   };
   // Half a second of reads first: a card's first kernels run slower.
   for (int i = 0; i < 4000; ++i) read(0);
@@ -186,16 +120,16 @@ int main(int argc, char** argv) {
   // U float4 a thread in flight.
   {
     int r512 = 0;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r512, ReadKernel, 512, 0));
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r512, ReadKernel<1>, 512, 0));
     const float4* d4 = reinterpret_cast<const float4*>(d);
     for (int rep = 0; rep < 2; ++rep) {
       const double base = MedianMs(runs, read);
       const double resident =
-          MedianMs(runs, [&](int) { ReadKernel<<<sms * r512, 512>>>(d4, n / 4, sums); });
+          MedianMs(runs, [&](int) { ReadKernel<1><<<sms * r512, 512>>>(d4, n / 4, sums); });
       const double u4 =
-          MedianMs(runs, [&](int) { ReadUnrolled<4><<<sms * 4, 512>>>(d4, n / 4, sums); });
+          MedianMs(runs, [&](int) { ReadKernel<4><<<sms * 4, 512>>>(d4, n / 4, sums); });
       const double u8 =
-          MedianMs(runs, [&](int) { ReadUnrolled<8><<<sms * 4, 512>>>(d4, n / 4, sums); });
+          MedianMs(runs, [&](int) { ReadKernel<8><<<sms * 4, 512>>>(d4, n / 4, sums); });
       int rows_per_sm = 0;
       CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&rows_per_sm, RowReadWrite<0>, 256, 0));
       const double rowwise = MedianMs(
