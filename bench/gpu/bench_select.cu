@@ -40,10 +40,10 @@ __global__ void FillUniformKernel(float* d, int64_t n, uint64_t seed) {
 // each timed beside the cell: ReadKernel<1> (8 blocks of 512 threads launched an SM, half of them
 // resident at once; the only one before), ReadKernel<4> on the resident blocks, and
 // ReadChunksKernel on the resident blocks (where n is a multiple of 8192). Reading 8192 x 8192, the
-// first took 0.0687-0.0696 ms on an H200 where the second took 0.0659-0.0665 and the third
-// 0.0651-0.0667 (4-6 % faster; 1-3 % on 2^27 to 2^30 floats); on an H100 0.0948 against 0.0941 and
-// 0.0923 (bench/results/select.md "The read the fractions are taken against",
-// bench/micro/read_shapes.cu).
+// first took 0.0679-0.0696 ms on H200s where the second took 0.0650-0.0665 and the third
+// 0.0650-0.0667 (the fastest 4-6 % faster; 1-3 % on 2^27 to 2^30 floats); on an H100 0.0930-0.0948
+// against 0.0919-0.0941 and 0.0915-0.0926 (0.5-2.7 %; up to 1 % on more floats)
+// (bench/results/select.md "The read the fractions are taken against", bench/micro/read_shapes.cu).
 constexpr int kReadKernels = 3;
 bool ReadApplies(int which, int64_t n) { return which < 2 || n % 8192 == 0; }
 void LaunchRead(int which, const float* d, int64_t n, float* sums, int multiprocessors,
