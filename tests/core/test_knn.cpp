@@ -281,6 +281,45 @@ TEST(CpuKnn, MoreThanTwoToThe31Pairs) {
   EXPECT_EQ(r.index(nq - 1, 0), last.index(0, 0));
 }
 
+// A cancel, on both CPU paths (float GEMM and the uint8 integer kernel, or GEMM where the
+// processor lacks it): the flag set before the search stops it before any work; set while it
+// runs, between its blocks of queries (the 40000 x 40000 search below takes seconds here, tenths
+// of a second on a large machine; the flag is set 10 ms into it). The backend still searches,
+// exactly, once the flag is cleared.
+TEST(CpuKnn, ACancelStopsTheSearch) {
+  for (const bool integer : {false, true}) {
+    for (const bool under_way : {false, true}) {
+      SCOPED_TRACE(std::string("integer kernels ") + (integer ? "on" : "off") +
+                   (under_way ? ", set while the search runs" : ", set before"));
+      CpuKnnOptions o;
+      o.integer_kernels = integer;
+      auto b = CreateCpuKnnBackend(o);
+      const int64_t n = under_way ? 40000 : 300;
+      const auto q = RandomU8(n, 128, 31), c = RandomU8(n, 128, 32);
+      std::atomic<bool> cancel{!under_way};
+      KnnParams p;
+      p.k = 2;
+      p.cancel = &cancel;
+      std::thread setter([&] {
+        if (!under_way) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        cancel = true;
+      });
+      bool cancelled = false;
+      try {
+        b->Search(q, c, p);
+      } catch (const Cancelled&) {
+        cancelled = true;
+      }
+      setter.join();
+      EXPECT_TRUE(cancelled) << "the search ran to its end";
+      const auto q2 = RandomU8(50, 128, 35), c2 = RandomU8(400, 128, 36);
+      cancel = false;
+      ExpectSame(b->Search(q2, c2, p), BruteForceKnn(q2, c2, p));
+    }
+  }
+}
+
 // Threads of this process now (Linux), or -1.
 int ProcessThreads() {
   std::ifstream in("/proc/self/status");

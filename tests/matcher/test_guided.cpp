@@ -1,9 +1,12 @@
 // Guided matching: features matched again among those a verified model allows.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <memory>
 #include <opencv2/core.hpp>
 #include <opencv2/core/persistence.hpp>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "fm/core/knn.h"
@@ -91,6 +94,65 @@ TEST(Guided, AModelBringsBackMatchesALookAlikeHid) {
   // Chosen by the model, the guided matches say nothing of chance: the significance is the
   // search's.
   EXPECT_EQ(g.verification.log10_nfa, plain.verification.log10_nfa);
+}
+
+// A backend that sets a cancel flag once it has run `after` searches, as a user pressing Cancel
+// while the match runs would.
+class CancellingBackend : public core::KnnBackend {
+ public:
+  CancellingBackend(std::atomic<bool>& flag, int after)
+      : flag_(flag), after_(after), cpu_(core::CreateCpuKnnBackend()) {}
+  std::string name() const override { return "cancelling"; }
+  std::string description() const override { return "cancelling cpu"; }
+  core::KnnResult Search(const core::DescriptorMatrix& q, const core::DescriptorMatrix& c,
+                         const core::KnnParams& p) override {
+    ++searches;
+    core::KnnResult r = cpu_->Search(q, c, p);
+    if (searches >= after_) flag_ = true;
+    return r;
+  }
+  int searches = 0;
+
+ private:
+  std::atomic<bool>& flag_;
+  int after_;
+  std::unique_ptr<core::KnnBackend> cpu_;
+};
+
+TEST(Guided, ACancelStopsTheMatchAtItsNextStage) {
+  const Scene s = MakeScene();
+  MatchOptions o;
+  o.filter.mutual = true;
+  o.guided = true;
+  std::atomic<bool> cancel{true};
+  {  // set before the start: no search runs
+    CancellingBackend b(cancel, 99);
+    EXPECT_THROW(MatchFeatures(s.a, s.b, o, b, nullptr, &cancel), core::Cancelled);
+    EXPECT_EQ(b.searches, 0);
+  }
+  for (const int after : {1, 2}) {  // set during the forward, then the backward search
+    cancel = false;
+    CancellingBackend b(cancel, after);
+    EXPECT_THROW(MatchFeatures(s.a, s.b, o, b, nullptr, &cancel), core::Cancelled) << after;
+    EXPECT_EQ(b.searches, after);
+  }
+  // Never set: the match is the one without a flag.
+  cancel = false;
+  CancellingBackend b(cancel, 99);
+  const MatchResult with = MatchFeatures(s.a, s.b, o, b, nullptr, &cancel);
+  auto cpu = core::CreateCpuKnnBackend();
+  const MatchResult without = MatchFeatures(s.a, s.b, o, *cpu);
+  ASSERT_TRUE(with.guided.applied);
+  EXPECT_EQ(with.matches.size(), without.matches.size());
+  EXPECT_EQ(with.verification.num_inliers, without.verification.num_inliers);
+  // The guided pass stops on it by itself, under either model.
+  cancel = true;
+  for (const GeometryModel kind : {GeometryModel::kHomography, GeometryModel::kFundamental}) {
+    const GuidedModel model{kind, s.h, 3.0};
+    EXPECT_THROW(GuidedMatches(s.a.keypoints, s.a.descriptors, s.b.keypoints, s.b.descriptors,
+                               model, core::Metric::kL2Squared, o.filter, {}, {}, &cancel),
+                 core::Cancelled);
+  }
 }
 
 TEST(Guided, NeighboursAmongTheCandidatesAreABruteForceSearchs) {

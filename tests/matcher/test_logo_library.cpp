@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <opencv2/imgproc.hpp>
@@ -234,7 +235,8 @@ TEST(LogoEval, SharesOfNothingReadNotANumberInWords) {
   EXPECT_NE(rep.markdown.find("n/a (0)"), std::string::npos) << rep.markdown;
 }
 
-// The CPU backend, noting the k of every search it is asked for.
+// The CPU backend, noting the k of every search it is asked for (and setting a flag, if given,
+// as each search ends).
 class KRecordingBackend : public core::KnnBackend {
  public:
   std::string name() const override { return "k-recording"; }
@@ -243,9 +245,12 @@ class KRecordingBackend : public core::KnnBackend {
                          const core::DescriptorMatrix& corpus,
                          const core::KnnParams& params) override {
     ks.push_back(params.k);
-    return cpu_->Search(queries, corpus, params);
+    core::KnnResult r = cpu_->Search(queries, corpus, params);
+    if (set_during) *set_during = true;  // a cancel pressed while the search ran
+    return r;
   }
   std::vector<int64_t> ks;
+  std::atomic<bool>* set_during = nullptr;
 
  private:
   std::unique_ptr<core::KnnBackend> cpu_ = core::CreateCpuKnnBackend();
@@ -278,6 +283,31 @@ TEST(LogoLibrary, KAboveTheLibraryIsSearchedAsOnePastIt) {
     EXPECT_EQ(huge.detections[i].name, one_past.detections[i].name);
     EXPECT_EQ(huge.detections[i].inliers, one_past.detections[i].inliers);
   }
+}
+
+// A cancel stops a query: set before it, nothing is searched; set while the library is searched,
+// the query stops before its first logo is verified; cleared, the library finds the box again.
+TEST(LogoLibrary, ACancelStopsAQuery) {
+  FM_REQUIRE_SAMPLES();
+  TempDir dir;
+  LogoLibrary lib = LogoLibrary::Create(dir.File("lib.db"));
+  lib.AddFile(test::Sample("box.png"));
+  std::atomic<bool> cancel{true};
+  auto rec = std::make_unique<KRecordingBackend>();
+  KRecordingBackend* seen = rec.get();
+  rec->set_during = &cancel;
+  lib.SetBackend(std::move(rec));
+  const cv::Mat scene = LoadGrayImage(test::Sample("box_in_scene.png"));
+  EXPECT_THROW(lib.QueryImage(scene, {}, &cancel), core::Cancelled);
+  EXPECT_TRUE(seen->ks.empty());
+  cancel = false;
+  EXPECT_THROW(lib.QueryImage(scene, {}, &cancel), core::Cancelled);
+  EXPECT_EQ(seen->ks.size(), 1u);
+  seen->set_during = nullptr;
+  cancel = false;
+  const LogoQueryResult r = lib.QueryImage(scene, {}, &cancel);
+  ASSERT_FALSE(r.detections.empty());
+  EXPECT_EQ(r.detections[0].name, "box");
 }
 
 // Queries against a library of every evaluation logo, built once.

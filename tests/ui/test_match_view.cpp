@@ -6,6 +6,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
 #include <QMenu>
@@ -20,6 +21,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "../matcher/test_images.h"
 #include "fm/matcher/backend.h"
@@ -28,6 +30,7 @@
 #include "fm/matcher/sift.h"
 #include "fm/ui/main_window.h"
 #include "fm/ui/match_canvas.h"
+#include "fm/ui/match_controller.h"
 #include "fm/ui/match_view.h"
 #include "fm/ui/options_panel.h"
 #include "ui_test_util.h"
@@ -519,6 +522,65 @@ TEST_F(MatchViewTest, EscShowsThatTheCancelIsPendingUntilTheWorkerStops) {
   ASSERT_TRUE(WaitFor([&] { return stage->text() == "Cancelled"; }, 5000))
       << stage->text().toStdString();
   EXPECT_EQ(finished_, 0);
+}
+
+// A cancel made as the match stage starts stops that stage's searches: the controller reports it
+// before an uncancelled match of the same (cached) features would have ended them. graf1 and
+// graf3 at twice their size, about 25000 features each, so that the searches take a while on
+// the CPU (half a second on two cores).
+TEST(MatchControllerTest, ACancelStopsTheSearchesOfTheMatchStage) {
+  FM_REQUIRE_SAMPLES("graf1.png", "graf3.png");
+  App();
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  ui::MatchRequest request;
+  for (int side = 0; side < 2; ++side) {
+    const cv::Mat image = cv::imread(test::Sample(side == 0 ? "graf1.png" : "graf3.png"));
+    ASSERT_FALSE(image.empty());
+    cv::Mat large;
+    cv::resize(image, large, cv::Size(), 2.0, 2.0, cv::INTER_CUBIC);
+    const QString path = dir.filePath(side == 0 ? "a.png" : "b.png");
+    ASSERT_TRUE(cv::imwrite(path.toStdString(), large));
+    (side == 0 ? request.path_a : request.path_b) = path;
+  }
+  request.sift.contrast_threshold = 0.01;  // more features than the default gives
+  request.match.filter.mutual = true;      // two searches
+  request.backend.kind = matcher::BackendKind::kCpu;
+  ui::MatchController controller;
+  std::shared_ptr<const ui::MatchOutcome> outcome;
+  int cancelled = 0, failed = 0;
+  QObject::connect(&controller, &ui::MatchController::finished,
+                   [&](std::shared_ptr<const ui::MatchOutcome> o) { outcome = std::move(o); });
+  QObject::connect(&controller, &ui::MatchController::cancelled, [&] { ++cancelled; });
+  QObject::connect(&controller, &ui::MatchController::failed,
+                   [&](const QString&, const QString&) { ++failed; });
+  controller.Run(request);  // extracts the features into the cache
+  ASSERT_TRUE(WaitFor([&] { return outcome != nullptr; }, 120000));
+  const std::string outcome_features = std::to_string(outcome->result.features_a) + " x " +
+                                       std::to_string(outcome->result.features_b);
+  double searches_ms = 0;
+  for (const auto& t : outcome->result.times)
+    if (t.stage == "knn" || t.stage == "knn_backward") searches_ms += t.ms;
+  // Again, the cancel made while the worker waits at the match stage's message.
+  QObject receiver;
+  QElapsedTimer since_cancel;
+  QObject::connect(
+      &controller, &ui::MatchController::progress, &receiver,
+      [&](const QString& stage) {
+        if (!stage.startsWith("Matching")) return;
+        controller.Cancel();
+        since_cancel.start();
+      },
+      Qt::BlockingQueuedConnection);
+  outcome.reset();
+  controller.Run(request);
+  ASSERT_TRUE(WaitFor([&] { return cancelled == 1 && !controller.busy(); }, 120000));
+  const double stopped_ms = static_cast<double>(since_cancel.elapsed());
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(outcome, nullptr);
+  EXPECT_LT(stopped_ms, searches_ms / 2)
+      << "the uncancelled searches of " << outcome_features << " features took " << searches_ms
+      << " ms; the cancel took " << stopped_ms << " ms to stop the match";
 }
 
 TEST_F(MatchViewTest, GuidedMatchingIsACheckBoxOfThePanel) {

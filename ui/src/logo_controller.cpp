@@ -244,9 +244,15 @@ void LogoController::Query(const QStringList& scenes, const matcher::LogoQueryOp
       });
       auto r = std::make_shared<SceneResult>();
       r->path = path;
+      bool stopped = false;  // by the cancel, midway through the scene
       const QString error = Guard([&] {
         const cv::Mat scene = matcher::LoadColorImage(path.toStdString());
-        r->result = s.library->QueryImage(scene, options);
+        try {
+          r->result = s.library->QueryImage(scene, options, &s.cancel);
+        } catch (const core::Cancelled&) {
+          stopped = true;
+          return;
+        }
         r->scene = ToQImage(scene);
         for (const auto& d : r->result.detections) {
           const auto it = s.logo_images.find(d.logo_id);
@@ -260,6 +266,10 @@ void LogoController::Query(const QStringList& scenes, const matcher::LogoQueryOp
           r->regions.push_back(ToQImage(region));
         }
       });
+      if (stopped) {  // a scene stopped midway was not queried
+        --tried;
+        break;
+      }
       if (!error.isEmpty()) {
         problems << QFileInfo(path).fileName() + ": " + error.section('\n', 1);
         continue;
@@ -267,7 +277,8 @@ void LogoController::Query(const QStringList& scenes, const matcher::LogoQueryOp
       const int index = done++;
       Post([this, index, total, r] { emit sceneDone(index, total, r); });
     }
-    // A cancel that came while the last scene ran stopped nothing: the query is complete.
+    // A cancel that came once the last scene had passed its last check stopped nothing: the
+    // query is complete.
     const bool cancelled = tried < total;
     Post([this, done, tried, total, cancelled] {
       emit queryFinished(done, tried, total, cancelled);

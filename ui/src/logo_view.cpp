@@ -421,9 +421,10 @@ void LogoView::CancelQuery() {
   if (!querying_ || cancelling_) return;
   controller_->CancelQuery();
   cancelling_ = true;
-  // A scene is not interrupted midway (its extraction or matching may take seconds): say at once
-  // that the cancel is pending rather than leave "Querying..." on the line.
-  stage_->setText(tr("Cancelling… (the current scene finishes first)"));
+  // The scene under way stops at its next check (its search of the library looks at the cancel
+  // every few dozen features; an extraction or a USAC run finishes first): say at once that the
+  // cancel is pending rather than leave "Querying..." on the line.
+  stage_->setText(tr("Cancelling… (an extraction or verification under way finishes first)"));
   UpdateActions();
 }
 

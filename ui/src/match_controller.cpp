@@ -35,6 +35,8 @@ bool Guard(Fn&& fn, QString* title, QString* message) {
   try {
     fn();
     return true;
+  } catch (const core::Cancelled&) {
+    *message = QObject::tr("cancelled");  // the controller drops it: a cancel is not a failure
   } catch (const matcher::ImageError& e) {
     *title = QObject::tr("Cannot use image");
     *message = Q(e.what());
@@ -196,8 +198,8 @@ MatchController::Work MatchController::Execute(const MatchRequest& request,
             backend_->backend = matcher::CreateKnnBackend(request.backend, &backend_->note);
             backend_->key = key;
           }
-          outcome->result =
-              matcher::MatchFeatures(*fa.features, *fb.features, request.match, *backend_->backend);
+          outcome->result = matcher::MatchFeatures(*fa.features, *fb.features, request.match,
+                                                   *backend_->backend, nullptr, &cancel);
           outcome->backend_note = backend_->note;
         }
         outcome->color_a = color_a.mat;

@@ -328,10 +328,11 @@ bool MatchView::busy() const { return controller_->busy(); }
 void MatchView::CancelMatch() {
   controller_->Cancel();
   if (!busy()) return;
-  // The worker stops at its next stage boundary, which can take a while (a kNN search or a USAC
-  // run is not interrupted): say that the cancel is pending, and that pressing again is useless.
+  // The worker stops at its next check (a kNN search and the guided pass look at the cancel as
+  // they go; an extraction or a USAC run finishes first), which can take a while: say that the
+  // cancel is pending, and that pressing again is useless.
   cancelling_ = true;
-  stage_->setText(tr("Cancelling… (the current stage finishes first)"));
+  stage_->setText(tr("Cancelling… (an extraction or verification under way finishes first)"));
   cancel_button_->setEnabled(false);
   cancel_->setEnabled(false);
 }

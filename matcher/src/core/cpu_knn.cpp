@@ -95,6 +95,7 @@ class CpuKnnBackend final : public KnnBackend {
   KnnResult Search(const DescriptorMatrix& queries, const DescriptorMatrix& corpus,
                    const KnnParams& params) override {
     CheckKnnArguments(queries, corpus, params);
+    ThrowIfCancelled(params.cancel);
     const int64_t nq = queries.rows(), n = corpus.rows(), k = params.k;
     KnnResult r = KnnResult::Padded(nq, k);
     if (nq == 0 || n == 0) return r;
@@ -128,7 +129,7 @@ class CpuKnnBackend final : public KnnBackend {
     for (int seen = threads_used_.load(); seen < threads;)
       if (threads_used_.compare_exchange_weak(seen, threads)) break;
     if (integer) {
-      detail::Uint8L2Knn(queries, corpus, k, threads, r);
+      detail::Uint8L2Knn(queries, corpus, k, threads, r, params.cancel);
       return r;
     }
     const int64_t blocks = (nq + kQueryBlock - 1) / kQueryBlock;
@@ -167,7 +168,7 @@ class CpuKnnBackend final : public KnnBackend {
         }
         for (auto& top : tops) top.Flush();
       }
-    });
+    }, params.cancel);
     return r;
   }
 

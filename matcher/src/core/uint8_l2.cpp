@@ -164,7 +164,7 @@ bool HaveUint8L2Kernel() {
 }
 
 void Uint8L2Knn(const DescriptorMatrix& queries, const DescriptorMatrix& corpus, int64_t k,
-                int threads, KnnResult& out) {
+                int threads, KnnResult& out, const std::atomic<bool>* cancel) {
   const PackedCorpus pc = Pack(corpus);
   const ShiftedQueries sq = Shift(queries);
   const int64_t nq = queries.rows(), n = corpus.rows();
@@ -197,7 +197,7 @@ void Uint8L2Knn(const DescriptorMatrix& queries, const DescriptorMatrix& corpus,
       }
       for (auto& top : tops) top.Flush();
     }
-  });
+  }, cancel);
 }
 
 }  // namespace fm::core::detail

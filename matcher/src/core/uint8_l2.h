@@ -17,8 +17,9 @@ inline constexpr int64_t kUint8L2QueryBlock = 48;
 bool HaveUint8L2Kernel();
 
 // Fills `out` (already sized rows x k and padded with -1 / +inf) with the k nearest corpus rows of
-// each query under squared L2. Both matrices uint8 with the same dimension.
+// each query under squared L2. Both matrices uint8 with the same dimension. Throws Cancelled
+// between blocks of queries once `cancel` is set.
 void Uint8L2Knn(const DescriptorMatrix& queries, const DescriptorMatrix& corpus, int64_t k,
-                int threads, KnnResult& out);
+                int threads, KnnResult& out, const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace fm::core::detail

@@ -93,6 +93,8 @@ class GpuKnnBackend final : public core::KnnBackend {
                           const core::DescriptorMatrix& corpus, const core::KnnParams& params,
                           SearchFn&& search, DropFn&& drop_index) {
     core::CheckKnnArguments(queries, corpus, params);
+    // A GPU search takes milliseconds: the cancel is looked at before it, not during it.
+    core::ThrowIfCancelled(params.cancel);
     core::KnnResult r = core::KnnResult::Padded(queries.rows(), params.k);
     if (queries.rows() == 0 || corpus.rows() == 0) return r;
     if (params.k > gpu::Index::kMaxK)

@@ -70,7 +70,8 @@ std::vector<core::Match> GuidedMatches(const std::vector<core::Keypoint>& ka,
                                        const core::DescriptorMatrix& db, const GuidedModel& model,
                                        core::Metric metric, const core::FilterOptions& filter,
                                        const std::vector<uint8_t>& allowed_a,
-                                       const std::vector<uint8_t>& allowed_b) {
+                                       const std::vector<uint8_t>& allowed_b,
+                                       const std::atomic<bool>* cancel) {
   const int64_t na = static_cast<int64_t>(ka.size()), nb = static_cast<int64_t>(kb.size());
   if (da.rows() != na || db.rows() != nb)
     throw std::invalid_argument("guided matching: keypoints and descriptors differ in number");
@@ -93,6 +94,9 @@ std::vector<core::Match> GuidedMatches(const std::vector<core::Keypoint>& ka,
   std::vector<BestTwo> back(filter.mutual ? nb : 0);
   const Grid grid(kb, allowed_b, std::max(1.0, t));
   for (int64_t i = 0; i < na; ++i) {
+    // A fundamental matrix's candidates are every feature of B: on large images the pass takes
+    // seconds, so the cancel is looked at every 64 features of A.
+    if (i % 64 == 0) core::ThrowIfCancelled(cancel);
     if (!allowed_a.empty() && !allowed_a[i]) continue;
     const cv::Vec3d x(ka[i].x, ka[i].y, 1.0);
     const cv::Vec3d y = model.matrix * x;
@@ -152,14 +156,16 @@ GuidedPass RunGuidedPass(const std::vector<core::Keypoint>& ka, const core::Desc
                          const Verification& verification, const VerifyOptions& verify,
                          core::Metric metric, const core::FilterOptions& filter,
                          const std::vector<uint8_t>& allowed_a,
-                         const std::vector<uint8_t>& allowed_b) {
+                         const std::vector<uint8_t>& allowed_b,
+                         const std::atomic<bool>* cancel) {
   GuidedPass pass;
   if (!verification.verified || verification.matrix.empty()) return pass;
   core::FilterOptions bounded = filter;
   bounded.max_distance = GuidedDistanceBound(matches, verification.inliers, filter.max_distance);
   pass.matches = GuidedMatches(ka, da, kb, db,
                                {verify.model, cv::Matx33d(verification.matrix), verify.threshold},
-                               metric, bounded, allowed_a, allowed_b);
+                               metric, bounded, allowed_a, allowed_b, cancel);
+  core::ThrowIfCancelled(cancel);
   pass.verification = VerifyMatches(ka, kb, pass.matches, verify);
   pass.applied = pass.verification.verified && !pass.verification.matrix.empty();
   pass.verification.log10_nfa = verification.log10_nfa;

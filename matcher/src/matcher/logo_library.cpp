@@ -692,16 +692,19 @@ core::Features LogoLibrary::ExtractSceneFeatures(const cv::Mat& scene) const {
   return ExtractFeatures(scene, impl_->settings.sift);
 }
 
-LogoQueryResult LogoLibrary::QueryImage(const cv::Mat& scene, const LogoQueryOptions& options) {
+LogoQueryResult LogoLibrary::QueryImage(const cv::Mat& scene, const LogoQueryOptions& options,
+                                        const std::atomic<bool>* cancel) {
+  core::ThrowIfCancelled(cancel);
   core::Stopwatch sw;
   core::Features f = ExtractSceneFeatures(scene);
   const double ms = sw.ElapsedMs();
-  LogoQueryResult r = Query(f, options);
+  LogoQueryResult r = Query(f, options, cancel);
   r.extract_ms = ms;
   return r;
 }
 
-LogoQueryResult LogoLibrary::Query(const core::Features& scene, const LogoQueryOptions& options) {
+LogoQueryResult LogoLibrary::Query(const core::Features& scene, const LogoQueryOptions& options,
+                                   const std::atomic<bool>* cancel) {
   std::string why;
   if (!options.Check(&why)) throw std::invalid_argument("logo query options: " + why);
   Impl& d = *impl_;
@@ -728,6 +731,8 @@ LogoQueryResult LogoLibrary::Query(const core::Features& scene, const LogoQueryO
   p.k = std::min<int64_t>(options.k, d.corpus.rows() + 1);
   p.metric = core::Metric::kL2Squared;
   p.threads = options.threads;
+  p.cancel = cancel;
+  core::ThrowIfCancelled(cancel);
   // The library is registered with the backend once (a GPU keeps it resident) and searched by
   // every scene after that; adding or removing a logo registers it again.
   if (!d.corpus_registered) {
@@ -736,6 +741,7 @@ LogoQueryResult LogoLibrary::Query(const core::Features& scene, const LogoQueryO
   }
   const core::KnnResult knn = be.SearchCorpus(scene.descriptors, p);
   r.knn_ms = sw.ElapsedMs();
+  core::ThrowIfCancelled(cancel);
 
   // 2. Per-logo candidates: for each scene feature, its nearest row in each logo that appears
   // among its k neighbours, kept when nearest / second nearest in the same logo passes the
@@ -874,6 +880,7 @@ LogoQueryResult LogoLibrary::Query(const core::Features& scene, const LogoQueryO
     return true;
   };
   for (const auto& [logo, count] : ranked) {
+    core::ThrowIfCancelled(cancel);
     std::vector<core::Match> remaining = per_logo[logo];
     for (int inst = 0; inst < options.max_instances; ++inst) {
       if (static_cast<int>(remaining.size()) < options.min_inliers) break;
@@ -908,6 +915,7 @@ LogoQueryResult LogoLibrary::Query(const core::Features& scene, const LogoQueryO
     constexpr std::size_t kMaxSeeds = 64;    // strongest ratio-test matches tried as pairs
     constexpr double kAngleTolerance = 30;   // keypoint angle vs the hypothesis' rotation, deg
     for (const auto& [logo, count] : guided) {
+      core::ThrowIfCancelled(cancel);
       const LogoInfo& info = d.logos[static_cast<std::size_t>(logo)];
       const auto& lk = d.features[static_cast<std::size_t>(logo)].keypoints;
       std::vector<std::array<cv::Point2f, 4>> taken;

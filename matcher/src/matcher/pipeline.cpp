@@ -49,7 +49,7 @@ std::vector<uint8_t> MaskFromImage(const core::Features& f, const cv::Mat& mask)
 
 MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
                           const MatchOptions& options, core::KnnBackend& backend,
-                          const FeatureMasks* masks) {
+                          const FeatureMasks* masks, const std::atomic<bool>* cancel) {
   std::string why;
   if (!options.Check(&why)) throw std::invalid_argument("match options: " + why);
   MatchResult r;
@@ -64,6 +64,7 @@ MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
   p.k = options.k;
   p.metric = options.metric;
   p.threads = options.threads;
+  p.cancel = cancel;
 
   // Masked features are removed before the search; indices are mapped back afterwards.
   const bool masked = masks && (!masks->a.empty() || !masks->b.empty());
@@ -85,6 +86,7 @@ MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
   // would cost time and memory for the same matches.
   p.k = std::min<int64_t>(p.k, 2);
 
+  core::ThrowIfCancelled(cancel);
   core::Stopwatch sw;
   core::KnnResult fwd = backend.Search(qa, qb, p);
   r.times.push_back({"knn", sw.ElapsedMs()});
@@ -93,6 +95,7 @@ MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
     sw.Reset();
     core::KnnParams pb = p;
     pb.k = 1;
+    core::ThrowIfCancelled(cancel);
     bwd = backend.Search(qb, qa, pb);
     r.times.push_back({"knn_backward", sw.ElapsedMs()});
   }
@@ -106,16 +109,18 @@ MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
     }
   }
   r.times.push_back({"filter", sw.ElapsedMs()});
+  core::ThrowIfCancelled(cancel);
   sw.Reset();
   r.verification = VerifyMatches(a.keypoints, b.keypoints, r.matches, options.verify);
   r.times.push_back({"verify", sw.ElapsedMs()});
   if (options.guided && r.verification.verified) {
+    core::ThrowIfCancelled(cancel);
     sw.Reset();
     static const std::vector<uint8_t> kAll;
     GuidedPass pass = RunGuidedPass(a.keypoints, a.descriptors, b.keypoints, b.descriptors,
                                     r.matches, r.verification, options.verify, options.metric,
                                     options.filter, masks ? masks->a : kAll,
-                                    masks ? masks->b : kAll);
+                                    masks ? masks->b : kAll, cancel);
     r.times.push_back({"guided", sw.ElapsedMs()});
     if (pass.applied) {
       r.guided = {true, static_cast<int64_t>(r.matches.size()), r.verification.num_inliers};

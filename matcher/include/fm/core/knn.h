@@ -1,6 +1,7 @@
 // The exact k-nearest-neighbour interface every backend (CPU, GPU) implements.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -20,10 +21,26 @@ enum class Metric {
 const char* MetricName(Metric m);
 Metric ParseMetric(const std::string& name);  // throws std::invalid_argument
 
+// Work stopped because its caller asked it to (a flag it was given was set): thrown by a search
+// and by the stages built on searches, so that a caller can tell a cancel from a failure.
+class Cancelled : public std::runtime_error {
+ public:
+  Cancelled() : std::runtime_error("cancelled") {}
+};
+
+// Throws Cancelled when `flag` is given and set.
+inline void ThrowIfCancelled(const std::atomic<bool>* flag) {
+  if (flag && flag->load(std::memory_order_relaxed)) throw Cancelled();
+}
+
 struct KnnParams {
   int64_t k = 2;                   // neighbours per query; k > corpus size pads with -1 / +inf
   Metric metric = Metric::kL2Squared;
   int threads = 0;                 // CPU threads; 0 = all hardware threads
+  // Set while a search runs, it stops the search, which throws Cancelled: the CPU backend
+  // between its blocks of queries (tens of queries against the whole corpus), the GPU backend
+  // before the search starts. Not owned; must outlive the search.
+  const std::atomic<bool>* cancel = nullptr;
 
   bool Check(std::string* why) const;
 };

@@ -1,6 +1,7 @@
 // Guided matching: the features of two images matched again under a verified model.
 #pragma once
 
+#include <atomic>
 #include <vector>
 
 #include "fm/core/filters.h"
@@ -24,14 +25,16 @@ struct GuidedModel {
 // texture, a symmetric pattern), comes back once the model rules the look-alike out. Exact: the
 // neighbours of a feature among its candidates are a brute-force search's over them, ties to the
 // lower index. `allowed_a` / `allowed_b`: one byte a feature, non-zero = may be matched (empty:
-// all). Descriptors are those the keypoints belong to, row for row.
+// all). Descriptors are those the keypoints belong to, row for row. `cancel`, when given and set,
+// stops the search with core::Cancelled.
 std::vector<core::Match> GuidedMatches(const std::vector<core::Keypoint>& ka,
                                        const core::DescriptorMatrix& da,
                                        const std::vector<core::Keypoint>& kb,
                                        const core::DescriptorMatrix& db, const GuidedModel& model,
                                        core::Metric metric, const core::FilterOptions& filter,
                                        const std::vector<uint8_t>& allowed_a = {},
-                                       const std::vector<uint8_t>& allowed_b = {});
+                                       const std::vector<uint8_t>& allowed_b = {},
+                                       const std::atomic<bool>* cancel = nullptr);
 
 // The distance bound a guided search of a verified pair runs under: no match farther (in the
 // metric's natural unit) than the farthest inlier that verified the model, nor than the filter's
@@ -56,6 +59,7 @@ GuidedPass RunGuidedPass(const std::vector<core::Keypoint>& ka, const core::Desc
                          const Verification& verification, const VerifyOptions& verify,
                          core::Metric metric, const core::FilterOptions& filter,
                          const std::vector<uint8_t>& allowed_a = {},
-                         const std::vector<uint8_t>& allowed_b = {});
+                         const std::vector<uint8_t>& allowed_b = {},
+                         const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace fm::matcher

@@ -169,8 +169,13 @@ class LogoLibrary {
 
   // Extracts features of the scene with the library's settings.
   core::Features ExtractSceneFeatures(const cv::Mat& scene) const;
-  LogoQueryResult Query(const core::Features& scene, const LogoQueryOptions& options = {});
-  LogoQueryResult QueryImage(const cv::Mat& scene, const LogoQueryOptions& options = {});
+  // `cancel`, when given and set while a query runs, stops it with core::Cancelled: within a CPU
+  // search of the library (between its blocks of scene features) and between the logos it
+  // verifies (extraction and a USAC run under way finish first).
+  LogoQueryResult Query(const core::Features& scene, const LogoQueryOptions& options = {},
+                        const std::atomic<bool>* cancel = nullptr);
+  LogoQueryResult QueryImage(const cv::Mat& scene, const LogoQueryOptions& options = {},
+                             const std::atomic<bool>* cancel = nullptr);
 
  private:
   struct Impl;

@@ -1,6 +1,7 @@
 // Matching two feature sets end to end: kNN, filters, geometric verification, report.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -62,10 +63,13 @@ struct FeatureMasks {
 // Throws std::invalid_argument when a mask's size differs from the image the features came from.
 std::vector<uint8_t> MaskFromImage(const core::Features& f, const cv::Mat& mask);
 
-// Matches features of image A (queries) against image B (train).
+// Matches features of image A (queries) against image B (train). `cancel`, when given and set
+// while it runs, stops it with core::Cancelled: within a CPU search (between its blocks of
+// queries), within the guided pass, and between the stages (a USAC run under way finishes first).
 MatchResult MatchFeatures(const core::Features& a, const core::Features& b,
                           const MatchOptions& options, core::KnnBackend& backend,
-                          const FeatureMasks* masks = nullptr);
+                          const FeatureMasks* masks = nullptr,
+                          const std::atomic<bool>* cancel = nullptr);
 
 // The options that decide which matches a search keeps and verifies (metric, filters, model and
 // USAC settings; not k, of which the filters read two), as JSON.

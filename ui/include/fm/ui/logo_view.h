@@ -108,7 +108,7 @@ class LogoView : public QWidget {
   std::vector<std::shared_ptr<const SceneResult>> scenes_;
   int shown_scene_ = -1;
   bool querying_ = false;    // a query was handed to the controller and has not ended
-  bool cancelling_ = false;  // its cancel is pending: the current scene finishes first
+  bool cancelling_ = false;  // its cancel is pending: the scene under way stops at its next check
 };
 
 }  // namespace fm::ui

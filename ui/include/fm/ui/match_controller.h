@@ -1,7 +1,8 @@
 // Runs image loading, feature extraction and matching off the GUI thread and reports through
 // signals. One match runs at a time: a request made while one runs is queued (a newer one
 // replaces an older queued one) and the running one is cancelled: it stops at the next stage
-// boundary (load, extract A, extract B, match) and its result is dropped as out of date.
+// boundary (load, extract A, extract B, match) or within the match (its kNN searches and guided
+// pass look at the cancel as they go; a USAC run finishes first) and its result is dropped.
 // Nothing thrown in a worker reaches the event loop: every failure becomes failed().
 #pragma once
 
