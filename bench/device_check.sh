@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One call on the GPU machine for the whole GPU side: GPU-only build, every GPU and core test,
-# compute-sanitizer (memcheck on every GPU test, racecheck on a subset),
+# One call on the GPU machine for the whole GPU side: GPU-only build, every GPU, backend and core
+# test, compute-sanitizer (memcheck on every GPU and backend test, racecheck on a subset),
 # and the GPU benchmarks. Usage: bench/device_check.sh OUTDIR
 set -u -o pipefail
 OUT=${1:?outdir}
@@ -12,12 +12,18 @@ echo "== build ok"; nvidia-smi -L
 T=$B/tests/fm_gpu_tests
 timeout 60 $B/tests/fm_core_tests --gtest_brief=1 > $OUT/tests.log 2>&1
 echo "== core tests rc=$?"
+# The GPU backend the application runs on (fm::backend), against the reference.
+timeout 60 $B/tests/fm_backend_tests --gtest_brief=1 >> $OUT/tests.log 2>&1
+echo "== backend tests rc=$?"
 timeout 240 $T --gtest_brief=1 >> $OUT/tests.log 2>&1
 echo "== gpu tests rc=$?"; grep -E "FAILED|PASSED|tests ran|Failure" $OUT/tests.log | head -20
 # memcheck over every GPU test (about a minute on an H100).
 timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 $T --gtest_brief=1 \
   > $OUT/memcheck.log 2>&1
 echo "== memcheck rc=$?"; tail -3 $OUT/memcheck.log
+timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests/fm_backend_tests \
+  --gtest_brief=1 >> $OUT/memcheck.log 2>&1
+echo "== memcheck backend rc=$?"; tail -3 $OUT/memcheck.log
 RACE='KnnIndex.FusedPathIsTakenAndExact:KnnIndex.RealSiftExact:AlgoKShape/SelectKTest.*_k100_dups'
 # Rows handed back to the one-block path (sample traps, mixed rows) run its retry branch.
 # The fused filter and finish (256 and 128 threads a block; k <= 256, k above; whole rows and

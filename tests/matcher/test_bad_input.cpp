@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -230,30 +229,6 @@ TEST(Backend, AutoFallsBackToCpuAndSaysSo) {
     BackendOptions g;
     g.kind = BackendKind::kGpu;
     EXPECT_THROW(CreateKnnBackend(g), std::runtime_error);
-  }
-}
-
-// A set cancel flag stops a search and a search of a registered corpus on the CPU backend and,
-// where a GPU is present, on the GPU backend (which looks at it before it starts).
-TEST(Backend, ACancelStopsTheSearchesOfEveryBackend) {
-  std::vector<BackendKind> kinds = {BackendKind::kCpu};
-  if (GpuAvailable()) kinds.push_back(BackendKind::kGpu);
-  core::DescriptorMatrix q(core::DescriptorType::kUint8, 20, 128);
-  core::DescriptorMatrix c(core::DescriptorType::kUint8, 60, 128);
-  for (std::size_t i = 0; i < c.size_bytes(); ++i) c.u8()[i] = static_cast<uint8_t>(i * 7);
-  for (std::size_t i = 0; i < q.size_bytes(); ++i) q.u8()[i] = static_cast<uint8_t>(i * 5);
-  for (const BackendKind kind : kinds) {
-    BackendOptions o;
-    o.kind = kind;
-    auto b = CreateKnnBackend(o);
-    std::atomic<bool> cancel{true};
-    core::KnnParams p;
-    p.cancel = &cancel;
-    EXPECT_THROW(b->Search(q, c, p), core::Cancelled) << BackendKindName(kind);
-    b->SetCorpus(c);
-    EXPECT_THROW(b->SearchCorpus(q, p), core::Cancelled) << BackendKindName(kind);
-    cancel = false;
-    EXPECT_EQ(b->SearchCorpus(q, p).indices, b->Search(q, c, p).indices) << BackendKindName(kind);
   }
 }
 
