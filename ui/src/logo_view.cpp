@@ -424,7 +424,7 @@ void LogoView::CancelQuery() {
   // The scene under way stops at its next check (its search of the library looks at the cancel
   // every few dozen features; an extraction or a USAC run finishes first): say at once that the
   // cancel is pending rather than leave "Querying..." on the line.
-  stage_->setText(tr("Cancelling… (an extraction or verification under way finishes first)"));
+  stage_->setText(tr("Cancelling… (an extraction or a verification finishes first)"));
   UpdateActions();
 }
 

@@ -332,7 +332,7 @@ void MatchView::CancelMatch() {
   // they go; an extraction or a USAC run finishes first), which can take a while: say that the
   // cancel is pending, and that pressing again is useless.
   cancelling_ = true;
-  stage_->setText(tr("Cancelling… (an extraction or verification under way finishes first)"));
+  stage_->setText(tr("Cancelling… (an extraction or a verification finishes first)"));
   cancel_button_->setEnabled(false);
   cancel_->setEnabled(false);
 }
