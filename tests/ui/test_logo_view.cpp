@@ -22,6 +22,7 @@
 #include <QTest>
 #include <QUrl>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "../matcher/test_images.h"
 #include "fm/matcher/logo_eval.h"
@@ -289,6 +290,41 @@ TEST_F(LogoViewTest, TheQuerySummaryStaysOnTheStatusLine) {
   // Still there once everything queued behind the query has been delivered.
   WaitFor([] { return false; }, 200);
   EXPECT_EQ(stage->text(), "1 scene(s) queried; 1 detection(s)") << stage->text().toStdString();
+}
+
+// A cancel made while a scene is under way stops that scene too, not only the scenes after it:
+// graf1 at three times its size takes seconds to extract, the cancel is made as the scene's
+// progress arrives, and the query sees it before it searches the library. The scene is not
+// counted as queried.
+TEST_F(LogoViewTest, ACancelStopsTheSceneUnderWay) {
+  ASSERT_NO_FATAL_FAILURE(OpenBoxLibrary("midway.db"));
+  const cv::Mat image = cv::imread(test::Sample("graf1.png"));
+  ASSERT_FALSE(image.empty());
+  cv::Mat large;
+  cv::resize(image, large, cv::Size(), 3.0, 3.0, cv::INTER_CUBIC);
+  const QString scene = dir_.filePath("large_scene.png");
+  ASSERT_TRUE(cv::imwrite(scene.toStdString(), large));
+  int done = -1, tried = -1, total = -1;
+  bool cancelled = false;
+  QObject guard;  // ends the connections with the test
+  QObject::connect(view_->controller(), &ui::LogoController::progress, &guard,
+                   [&](const QString& what) {
+                     if (what.startsWith("Querying")) view_->controller()->CancelQuery();
+                   });
+  QObject::connect(view_->controller(), &ui::LogoController::queryFinished, &guard,
+                   [&](int d, int t, int n, bool c) {
+                     done = d;
+                     tried = t;
+                     total = n;
+                     cancelled = c;
+                   });
+  view_->Query({scene});
+  ASSERT_TRUE(WaitFor([&] { return total >= 0 && !view_->controller()->busy(); }, 120000));
+  EXPECT_TRUE(cancelled);
+  EXPECT_EQ(done, 0);
+  EXPECT_EQ(tried, 0);
+  EXPECT_EQ(total, 1);
+  EXPECT_TRUE(view_->sceneResults().empty());
 }
 
 TEST_F(LogoViewTest, CancelSaysItIsPendingAndKeepsTheScenesAlreadyQueried) {
