@@ -13,7 +13,7 @@ T=$B/tests/fm_gpu_tests
 timeout 60 $B/tests/fm_core_tests --gtest_brief=1 > $OUT/tests.log 2>&1
 echo "== core tests rc=$?"
 # The GPU backend the application runs on (fm::backend), against the reference.
-timeout 60 $B/tests/fm_backend_tests --gtest_brief=1 >> $OUT/tests.log 2>&1
+FM_REQUIRE_GPU=1 timeout 60 $B/tests/fm_backend_tests --gtest_brief=1 >> $OUT/tests.log 2>&1
 echo "== backend tests rc=$?"
 timeout 240 $T --gtest_brief=1 >> $OUT/tests.log 2>&1
 echo "== gpu tests rc=$?"; grep -E "FAILED|PASSED|tests ran|Failure" $OUT/tests.log | head -20
@@ -21,8 +21,8 @@ echo "== gpu tests rc=$?"; grep -E "FAILED|PASSED|tests ran|Failure" $OUT/tests.
 timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 $T --gtest_brief=1 \
   > $OUT/memcheck.log 2>&1
 echo "== memcheck rc=$?"; tail -3 $OUT/memcheck.log
-timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests/fm_backend_tests \
-  --gtest_brief=1 >> $OUT/memcheck.log 2>&1
+FM_REQUIRE_GPU=1 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  $B/tests/fm_backend_tests --gtest_brief=1 >> $OUT/memcheck.log 2>&1
 echo "== memcheck backend rc=$?"; tail -3 $OUT/memcheck.log
 RACE='KnnIndex.FusedPathIsTakenAndExact:KnnIndex.RealSiftExact:AlgoKShape/SelectKTest.*_k100_dups'
 # Rows handed back to the one-block path (sample traps, mixed rows) run its retry branch.

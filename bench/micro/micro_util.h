@@ -1,9 +1,11 @@
-// What the micro benchmarks under bench/micro share: a checked CUDA call and a median time.
+// What the micro benchmarks under bench/micro share: a checked CUDA call, a median time and the
+// matrix they read.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -47,4 +49,32 @@ inline cudaDeviceProp CurrentDevice() {
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   return prop;
+}
+
+// n floats in [0, 1) from a hash of their index (distinct values; what a read reads does not
+// change its time).
+__global__ void FillHashed(float* d, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    d[i] = static_cast<float>(h >> 8) * (1.0f / 16777216.0f);
+  }
+}
+
+// The matrix a micro benchmark reads (n floats, filled) and the 1024 partial sums the read
+// kernels of read_kernels.cuh add into, on the current device of `sms` multiprocessors.
+struct ReadInput {
+  float* d;
+  float* sums;
+};
+inline ReadInput MakeReadInput(int64_t n, int sms) {
+  ReadInput in;
+  CHECK(cudaMalloc(&in.d, n * 4));
+  FillHashed<<<sms * 8, 512>>>(in.d, n);
+  CHECK(cudaGetLastError());
+  CHECK(cudaMalloc(&in.sums, 1024 * 4));
+  return in;
 }

@@ -15,24 +15,13 @@
 using fm::bench::ReadChunksKernel;
 using fm::bench::ReadKernel;
 
-__global__ void Fill(float* d, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    d[i] = static_cast<float>((static_cast<uint32_t>(i) * 2654435761u) >> 8);
-  }
-}
-
 int main(int argc, char** argv) {
   const int runs = RunsArg(argc, argv);
   const cudaDeviceProp prop = CurrentDevice();
   const int sms = prop.multiProcessorCount;
   const int64_t max_n = int64_t{1} << 30;
-  float* d;
-  CHECK(cudaMalloc(&d, max_n * 4));
-  Fill<<<sms * 8, 512>>>(d, max_n);
-  CHECK(cudaGetLastError());
-  float* sums;
-  CHECK(cudaMalloc(&sums, 1024 * 4));
+  const ReadInput in = MakeReadInput(max_n, sms);
+  float *d = in.d, *sums = in.sums;
   const float4* d4 = reinterpret_cast<const float4*>(d);
   for (int i = 0; i < 1000; ++i) ReadKernel<1><<<sms * 8, 512>>>(d4, (int64_t{1} << 26) / 4, sums);
   CHECK(cudaDeviceSynchronize());

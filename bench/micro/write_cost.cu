@@ -19,17 +19,6 @@ using fm::bench::ReadKernel;
 
 constexpr int kRows = 8192, kCols = 8192;
 
-__global__ void Fill(float* d, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    uint32_t h = static_cast<uint32_t>(i) * 2654435761u;
-    h ^= h >> 15;
-    h *= 2246822519u;
-    h ^= h >> 13;
-    d[i] = static_cast<float>(h >> 8) * (1.0f / 16777216.0f);
-  }
-}
-
 enum Policy { kPlain, kStreaming, kEvictFirst, kEvictLast };
 
 template <int P>
@@ -97,12 +86,8 @@ int main(int argc, char** argv) {
   const cudaDeviceProp prop = CurrentDevice();
   const int sms = prop.multiProcessorCount;
   const int64_t n = int64_t{kRows} * kCols;
-  float* d;
-  CHECK(cudaMalloc(&d, n * 4));
-  Fill<<<sms * 8, 512>>>(d, n);
-  CHECK(cudaGetLastError());
-  float* sums;
-  CHECK(cudaMalloc(&sums, 1024 * 4));
+  const ReadInput in = MakeReadInput(n, sms);
+  float *d = in.d, *sums = in.sums;
   constexpr int kBufs = 4, kMaxK = 1024;
   float* values[kBufs];
   int64_t* indices[kBufs];
