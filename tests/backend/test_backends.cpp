@@ -13,27 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "../knn_test_data.h"
 #include "fm/core/knn.h"
 #include "fm/matcher/backend.h"
 
 namespace fm::matcher {
 namespace {
 
-core::DescriptorMatrix RandomU8(int64_t rows, int32_t dim, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> u(0, 255);
-  core::DescriptorMatrix m(core::DescriptorType::kUint8, rows, dim);
-  for (std::size_t i = 0; i < m.size_bytes(); ++i) m.u8()[i] = static_cast<uint8_t>(u(rng));
-  return m;
-}
-
-core::DescriptorMatrix RandomF32(int64_t rows, int32_t dim, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> g(0.f, 1.f);
-  core::DescriptorMatrix m(core::DescriptorType::kFloat32, rows, dim);
-  for (int64_t i = 0; i < rows * dim; ++i) m.f32()[i] = g(rng);
-  return m;
-}
+using test::RandomF32;
+using test::RandomU8;
 
 // Where no GPU can be used the GPU tests skip, saying so; with FM_REQUIRE_GPU=1 (set by
 // bench/device_check.sh on the GPU machine) that is a failure, so that a backend left out of the
@@ -56,13 +44,7 @@ std::unique_ptr<core::KnnBackend> Backend(BackendKind kind) {
   return CreateKnnBackend(o);
 }
 
-// Exact equality (uint8 L2 and IP distances are integers on every backend).
-void ExpectSame(const core::KnnResult& got, const core::KnnResult& want) {
-  ASSERT_EQ(got.rows, want.rows);
-  ASSERT_EQ(got.k, want.k);
-  EXPECT_EQ(got.indices, want.indices);
-  EXPECT_EQ(got.distances, want.distances);
-}
+using test::ExpectSame;
 
 // Float scoring: every distance within `tol` of the reference's, every row the reference's where
 // the reference's neighbours are further apart than that (elsewhere a tie within rounding).

@@ -11,42 +11,15 @@
 #include <limits>
 #include <random>
 
+#include "../knn_test_data.h"
 #include "fm/core/knn.h"
 
 namespace fm::core {
 namespace {
 
-DescriptorMatrix RandomU8(int64_t rows, int32_t dim, uint32_t seed, int max_value = 255) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> u(0, max_value);
-  DescriptorMatrix m(DescriptorType::kUint8, rows, dim);
-  for (std::size_t i = 0; i < m.size_bytes(); ++i) m.u8()[i] = static_cast<uint8_t>(u(rng));
-  return m;
-}
-
-DescriptorMatrix RandomF32(int64_t rows, int32_t dim, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> g(0.f, 1.f);
-  DescriptorMatrix m(DescriptorType::kFloat32, rows, dim);
-  for (int64_t i = 0; i < rows * dim; ++i) m.f32()[i] = g(rng);
-  return m;
-}
-
-// Exact equality of neighbours and distances (uint8 L2 distances are exact integers).
-void ExpectSame(const KnnResult& got, const KnnResult& want) {
-  ASSERT_EQ(got.rows, want.rows);
-  ASSERT_EQ(got.k, want.k);
-  for (int64_t q = 0; q < got.rows; ++q)
-    for (int64_t j = 0; j < got.k; ++j) {
-      ASSERT_EQ(got.index(q, j), want.index(q, j)) << "query " << q << " slot " << j;
-      const float a = got.distance(q, j), b = want.distance(q, j);
-      if (std::isnan(b)) {
-        ASSERT_TRUE(std::isnan(a)) << "query " << q << " slot " << j;
-      } else {
-        ASSERT_EQ(a, b) << "query " << q << " slot " << j;
-      }
-    }
-}
+using test::RandomF32;
+using test::RandomU8;
+using test::ExpectSame;
 
 struct Shape {
   int64_t nq, n;
