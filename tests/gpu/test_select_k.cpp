@@ -53,9 +53,12 @@ uint32_t Bits(float v) {
 // of a clear sign bit besides.
 // kZeros: random, with one word in twenty -0 and one +0: the sampled pivot is zero for k up to
 // a few hundred on 8192 columns, and -0 and +0 tie (ordered by column).
+// kLevels: every value one of 256 levels (about cols / 256 words share each value, as distances
+// that take few values do): on rows of 65536 columns about 256 survivors share a key, which crowds
+// the counting-sort finish's buckets, and the fused kernel selects the row again from its list.
 enum class Fill {
   kRandom, kDuplicates, kAllEqual, kInfNan, kSorted, kReverse, kNegative, kSampleTrap, kMixed,
-  kCrowded, kNegNan, kZeros
+  kCrowded, kNegNan, kZeros, kLevels
 };
 
 struct Shape {
@@ -119,6 +122,7 @@ std::vector<float> MakeRows(const Shape& s, int64_t cols, int64_t stride, uint32
         case Fill::kRandom: break;
         case Fill::kDuplicates: v = static_cast<float>(gen() % 7); break;
         case Fill::kAllEqual: v = 0.5f; break;
+        case Fill::kLevels: v = std::floor(v * 256.0f) / 256.0f; break;
         case Fill::kNegNan: {
           const uint32_t p = gen() % 300;
           v = p < (r % 2 == 0 ? 100u : 6u) ? neg_nan : p == 299 ? nan : v;
@@ -271,6 +275,12 @@ const Shape kShapes[] = {
     {"reverse_16k", 40, 16384, Fill::kReverse, 2},
     {"crowded_8k", 64, 8192, Fill::kCrowded},
     {"crowded_40k", 16, 40000, Fill::kCrowded, 1},
+    // Rows of few values: every row's finish crowded at 65536 columns (selected again from the
+    // survivor list), with the caller's indices on misaligned rows at 40000; at 8192 columns about
+    // 32 words share a value.
+    {"levels_64k", 8, 65536, Fill::kLevels},
+    {"levels_40k_ids", 8, 40000, Fill::kLevels, 1, true},
+    {"levels_8k", 64, 8192, Fill::kLevels},
     // Survivors' columns are kept in 16 bits on rows of up to 65536 columns: one column more,
     // with the smallest values at the end of the row.
     {"reverse_65537", 4, 65537, Fill::kReverse},

@@ -805,60 +805,75 @@ struct QmsBlockRowConfig {
   static_assert(kStage % 16 == 0, "the finish after the slots 16-byte aligned");
 };
 
-// A row the fused kernel's sampled pivot did not settle (fewer than k survivors, more than its list
-// holds, or buckets the finish refused), selected again by the same block from the row itself,
-// exact for any row: the k-th key and its rank among its ties by BlockRadixPick over the row
-// (its state `qs` in the list's bytes), the keys under it and the first of its ties in column
-// order gathered into `words` (KB words), sorted there by a bitonic sort and written. Five reads
-// of the row: slower than the filter, but a launch after the fused kernel to do it cost every
-// call 1.5-2 us on 8192 rows and 2-4 us on 300-2000 (H100; bench/results/select.md "Refused rows
-// reselected by the fused kernel"). All T threads call it.
+// A row the fused kernel's sampled pivot did not settle, selected again by the same block, exact
+// for any row. Where the list holds every survivor (k <= n <= its cap: the counting-sort finish
+// refused the row, a bucket up to the k-th crowded by equal keys, as in rows of distances that take
+// few values) from the list in shared memory (`keys`, `cols`: n words, their keys within
+// `bounds`); otherwise (fewer than k survivors, more than the list holds: keys == nullptr) from
+// the row itself. The k-th key and its rank among its ties by BlockRadixPick, the column of the
+// last tie taken by a second pick over the ties' columns (a row's columns are distinct and under
+// 2^16), the k words gathered into `words` (KB words), sorted there by a bitonic sort and written;
+// the radix state `qs` after the words. From the row: seven reads of it, slower than the filter, but
+// a launch after the fused kernel to do it cost every call 1.5-2 us on 8192 rows and 2-4 us on
+// 300-2000 (H100; bench/results/select.md "Refused rows reselected by the fused kernel"). From the
+// list: rows of 65536 columns whose values take 256 levels (every row crowded: about 256 words
+// share each key) took 5.3-7.7 ms for 8192 rows at k = 32-1024 on an H200 when each was selected
+// again from the row, 0.55-0.98 ms from the list (bench/results/select.md "Rows of few values").
+// All T threads call it.
 template <int T, int KB>
-__device__ __forceinline__ void BlockRowReselect(const SelectArgs& a, int64_t row, QmsShared& qs,
-                                                 u64* words) {
-  const float* rp = a.distances + row * a.row_stride;
-  constexpr int kWarps = T / 32;
+__device__ __forceinline__ void BlockRowReselect(const SelectArgs& a, int64_t row, int n,
+                                                 const unsigned* keys, const uint16_t* cols,
+                                                 KeyBounds bounds, u64* words, QmsShared& qs) {
   static_assert((KB & (KB - 1)) == 0 && KB >= 32, "a power of two");
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid / 32;
-  const int cols = static_cast<int>(a.cols);
-  // Bounds of the whole key range: four rounds from the top bit, no pass for the row's range.
-  const RadixPick pick = BlockRadixPick<T>(
-      a.k - 1, qs,
-      [&](auto&& f) {
-        for (int j = tid; j < cols; j += T) f(FloatKey(__ldcg(rp + j)));
-      },
-      4, KeyBounds{0u, 0xffffffffu, true});
-  const unsigned prefix = pick.key;
-  const int rest = pick.tie_rank + 1;
-  // prefix is the k-th key; the first `rest` of its ties in column order are taken.
-  const int less = a.k - rest;
-  int* less_fill = &qs.less[0];
-  int* wcount = qs.warp_left;  // [kWarps]
-  if (tid == 0) *less_fill = 0;
-  __syncthreads();
-  int tie_base = 0;
+  const float* rp = a.distances + row * a.row_stride;
+  const bool list = keys != nullptr;
+  const int count = list ? n : static_cast<int>(a.cols);
+  // Rows 16-byte aligned with a multiple of 4 columns are read four words a load.
+  const bool vec = !list && (reinterpret_cast<uintptr_t>(rp) & 15u) == 0 && count % 4 == 0;
+  const int tid = threadIdx.x;
+  // fn(key, column) for each of this thread's words. The loops are not unrolled: unrolled, the
+  // fused kernel spilled.
+  auto each_word = [&](auto&& fn) {
+    if (list) {
 #pragma unroll 1
-  for (int c0 = 0; c0 < cols; c0 += T) {
-    const int j = c0 + tid;
-    const unsigned key = j < cols ? FloatKey(__ldcg(rp + j)) : 0u;
-    const bool lt = j < cols && key < prefix, eq = j < cols && key == prefix;
-    if (lt) words[atomicAdd(less_fill, 1)] = Pack(key, j);
-    const unsigned bal = __ballot_sync(kFullMask, eq);
-    if (lane == 0) wcount[warp] = __popc(bal);
-    __syncthreads();
-    int before = tie_base, total = 0;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      before += w < warp ? wcount[w] : 0;
-      total += wcount[w];
+      for (int i = tid; i < count; i += T) fn(keys[i], static_cast<unsigned>(cols[i]));
+    } else if (vec) {
+      const float4* r4 = reinterpret_cast<const float4*>(rp);
+#pragma unroll 1
+      for (int i = tid; i < count / 4; i += T) {
+        const float4 v = __ldcg(r4 + i);
+        const unsigned c = 4u * static_cast<unsigned>(i);
+        fn(FloatKey(v.x), c);
+        fn(FloatKey(v.y), c + 1);
+        fn(FloatKey(v.z), c + 2);
+        fn(FloatKey(v.w), c + 3);
+      }
+    } else {
+#pragma unroll 1
+      for (int i = tid; i < count; i += T) fn(FloatKey(__ldcg(rp + i)), static_cast<unsigned>(i));
     }
-    if (eq) {
-      const int slot = before + __popc(bal & LaneMaskLt());
-      if (slot < rest) words[less + slot] = Pack(key, j);
-    }
-    tie_base += total;
-    __syncthreads();  // wcount is written again
-  }
+  };
+  // From the row, bounds of the whole key range: four rounds from the top bit, no pass for the
+  // row's range.
+  const RadixPick pick = BlockRadixPick<T>(
+      a.k - 1, qs, [&](auto&& f) { each_word([&](unsigned key, unsigned) { f(key); }); }, 4,
+      list ? bounds : KeyBounds{0u, 0xffffffffu, true});
+  const unsigned kth = pick.key;
+  // The ties taken are the first pick.tie_rank + 1 in column order.
+  const RadixPick cut = BlockRadixPick<T>(
+      pick.tie_rank, qs,
+      [&](auto&& f) {
+        each_word([&](unsigned key, unsigned col) {
+          if (key == kth) f(col);
+        });
+      },
+      4, KeyBounds{0u, 0xffffu, true});
+  int* fill = &qs.less[0];
+  if (tid == 0) *fill = 0;
+  __syncthreads();
+  each_word([&](unsigned key, unsigned col) {
+    if (key < kth || (key == kth && col <= cut.key)) words[atomicAdd(fill, 1)] = Pack(key, col);
+  });
   for (int i = a.k + tid; i < KB; i += T) words[i] = kSentinel;
   __syncthreads();
   BitonicSortRuns<T>(words, 1, KB, KB);
@@ -1064,12 +1079,16 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
           a, row0 + lr, n, keys, cols16, work, KeyBounds{key_lo, key_hi, true});
     }
     if (!done) {
-      static_assert(KB * 8 <= (C::kStage > C::kFinish && !kSlot ? C::kStage : C::kFinish) &&
-                        C::kCap * 4 >= sizeof(QmsShared),
-                    "the reselect's words in the work area, its radix state in the list's");
+      static_assert(KB * 8 + sizeof(QmsShared) <= C::kFinish && sizeof(QmsShared) % 8 == 0,
+                    "the reselect's words and radix state in the work area");
       __syncthreads();  // the finish's reads of the list and the work area are done
-      BlockRowReselect<T, KB>(a, row0 + lr, *reinterpret_cast<QmsShared*>(keys),
-                              reinterpret_cast<u64*>(work));
+      // The survivors' count read again, not kept in a register across the finish (which then
+      // spilled).
+      const int m = fill;
+      const bool whole_list = m >= a.k && m <= C::kCap;
+      BlockRowReselect<T, KB>(a, row0 + lr, m, whole_list ? keys : nullptr, cols16,
+                              KeyBounds{key_lo, key_hi, true}, reinterpret_cast<u64*>(work),
+                              *reinterpret_cast<QmsShared*>(work + KB * 8));
     }
     __syncthreads();  // fill, the list and the finish's state are reused by the next row
     lr = nxt;
