@@ -40,6 +40,8 @@ RACE="$RACE:*quick_multiselect_k256_long_pieces:*auto_k2048_long_pieces_300k"
 RACE="$RACE:*quick_multiselect_k1000_crowded_8k:*quick_multiselect_k256_mixed_rows"
 RACE="$RACE:*quick_multiselect_k33_sample_trap_16k:*quick_multiselect_k32_mixed_8k"
 RACE="$RACE:*quick_multiselect_k31_dups_12k:*quick_multiselect_k32_rows_8k_misaligned"
+# Crowded finishes selected again from the survivor list (rows of 256 values).
+RACE="$RACE:*quick_multiselect_k256_levels_64k:*quick_multiselect_k1000_levels_40k_ids"
 timeout 100 compute-sanitizer --tool racecheck --error-exitcode 9 $T --gtest_filter="$RACE" \
   --gtest_brief=1 > $OUT/racecheck.log 2>&1
 echo "== racecheck rc=$?"; tail -3 $OUT/racecheck.log
@@ -48,6 +50,9 @@ timeout 60 $B/bench/featmatch-bench select --rows 8192 --cols 65536 --k 32,256,1
 # Short rows (for k <= 32 on an H100 held whole in shared memory).
 timeout 60 $B/bench/featmatch-bench select --rows 8192 --cols 8192,16384 --k 32,64 \
   --algos auto,merge-queue,quick-multiselect --runs 10 >> $OUT/select_auto.jsonl
+# Rows of few values (256 levels): crowded finishes, selected again from the survivor list.
+timeout 60 $B/bench/featmatch-bench select --rows 8192 --cols 65536 --k 32,256,1024 \
+  --algos auto,merge-queue,quick-multiselect --runs 10 --data ties >> $OUT/select_auto.jsonl
 echo "== select rc=$?"
 timeout 150 $B/bench/featmatch-bench knn --json --check > $OUT/knn.jsonl
 echo "== knn rc=$?"
@@ -61,5 +66,6 @@ if [ "${FM_WITH_TORCH:-0}" = 1 ]; then  # torch peers in the same call
   PYTHONUNBUFFERED=1 timeout 150 python3 bench/torch_knn_peer.py 5 > $OUT/torch.jsonl
   echo "== torch knn rc=$?"
   PYTHONUNBUFFERED=1 timeout 90 python3 bench/torch_topk_peer.py --quick >> $OUT/torch.jsonl
+  PYTHONUNBUFFERED=1 timeout 90 python3 bench/torch_topk_peer.py --quick --ties >> $OUT/torch.jsonl
   echo "== torch topk rc=$?"
 fi

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Peer for `featmatch-bench select`: torch.topk (smallest k, sorted) on the same shapes, timed
-with CUDA events (median), beside a read of the same matrix (x.sum()). One JSON object per line."""
+with CUDA events (median), beside a read of the same matrix (x.sum()). One JSON object per line.
+--quick: fewer shapes and k; --ties: every value one of 256 levels, as `featmatch-bench select
+--data ties` (the lines then carry "data": "ties")."""
 import json
 import sys
 
@@ -29,20 +31,24 @@ def main():
     if "--quick" in sys.argv:
         shapes = [(8192, 65536), (1024, 1 << 20)]
         ks = [32, 256, 1024]
+    ties = "--ties" in sys.argv
+    extra = {"data": "ties"} if ties else {}
     dev = torch.cuda.get_device_name(0)
     for rows, cols in shapes:
         x = torch.rand(rows, cols, device="cuda", dtype=torch.float32)
+        if ties:
+            x = torch.floor(x * 256.0) / 256.0
         read_ms = median_ms(lambda: x.sum())
         gb = rows * cols * 4 / 1e9
         print(json.dumps({"bench": "select", "peer": "torch", "device": dev, "rows": rows,
                           "N": cols, "algo": "torch.sum", "median_ms": round(read_ms, 4),
-                          "GBps": round(gb / read_ms * 1e3, 1)}), flush=True)
+                          "GBps": round(gb / read_ms * 1e3, 1), **extra}), flush=True)
         for k in ks:
             ms = median_ms(lambda: torch.topk(x, k, dim=1, largest=False, sorted=True))
             print(json.dumps({"bench": "select", "peer": "torch", "device": dev, "rows": rows,
                               "N": cols, "k": k, "algo": "torch.topk",
                               "torch": torch.__version__, "median_ms": round(ms, 4),
-                              "GBps": round(gb / ms * 1e3, 1)}), flush=True)
+                              "GBps": round(gb / ms * 1e3, 1), **extra}), flush=True)
         del x
         torch.cuda.empty_cache()
 

@@ -36,6 +36,36 @@ __global__ void FillUniformKernel(float* d, int64_t n, uint64_t seed) {
   }
 }
 
+// --data zero: each row of `cols` columns also holds one 0 (at a column drawn from the row's
+// index), as a distance row does whose query is in the corpus (a self-join, a duplicate image): the
+// row's smallest value lies far under the rest. --data ties: every value one of 256 levels, so that
+// a row's k-th value is shared by about cols / 256 words. --data trap: a row's smallest 2048 words
+// lie in 32 runs of 64 where quick multi-select draws its pivot sample (runs at multiples of
+// cols / 32, rounded down to 8 words), the rest above 1e6: the pivot falls under the k-th value and
+// every row is selected again from the row.
+__global__ void PlantZerosKernel(float* d, int64_t rows, int64_t cols, uint64_t seed) {
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    uint64_t x = (static_cast<uint64_t>(r) + seed) * 0xD1B54A32D192ED03ull;
+    x ^= x >> 32;
+    d[r * cols + static_cast<int64_t>(x % static_cast<uint64_t>(cols))] = 0.0f;
+  }
+}
+__global__ void TrapKernel(float* d, int64_t rows, int64_t cols) {
+  const int64_t step = cols / 32;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < rows * cols;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t c = i % cols, t = step > 0 ? c / step : 0, p = t * step / 8 * 8;
+    d[i] = t < 32 && c >= p && c < p + 64 ? static_cast<float>(t * 64 + (c - p)) : 1e6f + d[i];
+  }
+}
+__global__ void QuantizeKernel(float* d, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    d[i] = floorf(d[i] * 256.0f) * (1.0f / 256.0f);
+  }
+}
+
 // The read a fraction is taken against is the fastest of three kernels (micro/read_kernels.cuh),
 // each timed beside the cell: ReadKernel<1> (8 blocks of 512 threads launched an SM, half of them
 // resident at once; the only one before), ReadKernel<4> on the resident blocks, and
@@ -114,6 +144,16 @@ int RunSelect(const std::vector<std::string>& args) {
     shapes.push_back({1024, int64_t{1} << 20});
   }
   const std::vector<int64_t> ks = ParseList(ArgValue(args, "--k", "32,64,128,256,512,1024"));
+  const std::string data_kind = ArgValue(args, "--data", "uniform");
+  if (data_kind != "uniform" && data_kind != "zero" && data_kind != "ties" && data_kind != "trap") {
+    std::fprintf(stderr,
+                 "featmatch-bench select: --data is uniform, zero, ties or trap, not '%s'\n",
+                 data_kind.c_str());
+    return 2;
+  }
+  // The field the JSON lines carry for data other than the default.
+  const std::string data_field =
+      data_kind == "uniform" ? std::string() : ",\"data\":\"" + data_kind + "\"";
 
   fm::gpu::Resources res(0);
   const auto info = fm::gpu::GetDeviceInfo(0);
@@ -129,6 +169,10 @@ int RunSelect(const std::vector<std::string>& args) {
   DeviceBuffer<int64_t> out_i(static_cast<size_t>(max_out));
   FillUniformKernel<<<4096, 256, 0, stream>>>(data.data(), max_elems, 12345);
   FM_CUDA_CHECK(cudaGetLastError());
+  if (data_kind == "ties") {
+    QuantizeKernel<<<4096, 256, 0, stream>>>(data.data(), max_elems);
+    FM_CUDA_CHECK(cudaGetLastError());
+  }
 
   // Half a second of reads of the whole matrix before anything is timed: the first kernels of a
   // process ran slower (an H100 read 8192 x 8192 in 0.102 ms at the start of a grid, 0.092 ms in
@@ -151,6 +195,16 @@ int RunSelect(const std::vector<std::string>& args) {
   }
   for (const Shape& s : shapes) {
     const int64_t n = s.rows * s.cols;
+    if (data_kind == "zero" || data_kind == "trap") {  // uniform values again, then the shape's
+      FillUniformKernel<<<4096, 256, 0, stream>>>(data.data(), n, 12345);
+      FM_CUDA_CHECK(cudaGetLastError());
+      if (data_kind == "zero") {
+        PlantZerosKernel<<<64, 256, 0, stream>>>(data.data(), s.rows, s.cols, 777);
+      } else {
+        TrapKernel<<<4096, 256, 0, stream>>>(data.data(), s.rows, s.cols);
+      }
+      FM_CUDA_CHECK(cudaGetLastError());
+    }
     const double bytes = static_cast<double>(n) * 4.0;
     const int read_runs = std::max(runs, 10);
     // The fastest of the reads (LaunchRead), each timed `read_runs` times around the work.
@@ -179,9 +233,9 @@ int RunSelect(const std::vector<std::string>& args) {
     if (json) {
       std::printf(
           "{\"bench\":\"select\",\"device\":\"%s\",\"rows\":%lld,\"N\":%lld,\"algo\":\"read\","
-          "\"median_ms\":%.4f,\"GBps\":%.1f}\n",
+          "\"median_ms\":%.4f,\"GBps\":%.1f%s}\n",
           info.name.c_str(), static_cast<long long>(s.rows), static_cast<long long>(s.cols),
-          read_ms, read_gbs);
+          read_ms, read_gbs, data_field.c_str());
     }
     for (int64_t k : ks) {
       for (const std::string& name : algo_names) {
@@ -209,10 +263,10 @@ int RunSelect(const std::vector<std::string>& args) {
           std::printf(
               "{\"bench\":\"select\",\"device\":\"%s\",\"rows\":%lld,\"N\":%lld,\"k\":%lld,"
               "\"algo\":\"%s\",\"runs_as\":\"%s\",\"runs\":%d,\"median_ms\":%.4f,\"GBps\":%.1f,"
-              "\"read_ms\":%.4f,\"read_GBps\":%.1f,\"frac_read_bw\":%.3f}\n",
+              "\"read_ms\":%.4f,\"read_GBps\":%.1f,\"frac_read_bw\":%.3f%s}\n",
               info.name.c_str(), static_cast<long long>(s.rows), static_cast<long long>(s.cols),
               static_cast<long long>(k), name.c_str(), chosen.c_str(), r, ms, gbs, cell_read_ms,
-              bytes / cell_read_ms / 1e6, cell_read_ms / ms);
+              bytes / cell_read_ms / 1e6, cell_read_ms / ms, data_field.c_str());
         } else {
           std::printf("%-6lld %-8lld %-5lld %-18s %9.3f %9.1f %7.3f\n",
                       static_cast<long long>(s.rows), static_cast<long long>(s.cols),
@@ -227,7 +281,8 @@ int RunSelect(const std::vector<std::string>& args) {
 
 FM_REGISTER_BENCH("select",
                   "k-selection per row: tbis, merge-queue, quick-multiselect, sort, auto "
-                  "[--json] [--runs N] [--algos a,b] [--rows R --cols N] [--k 32,64]",
+                  "[--json] [--runs N] [--algos a,b] [--rows R --cols N] [--k 32,64] "
+                  "[--data uniform|zero|ties|trap]",
                   RunSelect);
 
 }  // namespace
