@@ -51,6 +51,7 @@ timeout 60 $B/bench/featmatch-bench select --rows 8192 --cols 65536 --k 32,256,1
 timeout 60 $B/bench/featmatch-bench select --rows 8192 --cols 8192,16384 --k 32,64 \
   --algos auto,merge-queue,quick-multiselect --runs 10 >> $OUT/select_auto.jsonl
 # Rows of few values (256 levels): crowded finishes, selected again from the survivor list.
+echo "data: ties" >> $OUT/select_auto.jsonl
 timeout 60 $B/bench/featmatch-bench select --rows 8192 --cols 65536 --k 32,256,1024 \
   --algos auto,merge-queue,quick-multiselect --runs 10 --data ties >> $OUT/select_auto.jsonl
 echo "== select rc=$?"
