@@ -37,9 +37,9 @@ __global__ void FillUniformKernel(float* d, int64_t n, uint64_t seed) {
 }
 
 // --data zero: each row of `cols` columns also holds one 0 (at a column drawn from the row's
-// index), as a distance row does whose query is in the corpus (a self-join, a duplicate image): the
-// row's smallest value lies far under the rest. --data ties: every value one of 256 levels, so that
-// a row's k-th value is shared by about cols / 256 words. --data trap: a row's smallest 2048 words
+// index), as a distance row does whose query is in the corpus (a self-join, a duplicate image).
+// --data ties: every value one of 256 levels, so that a row's k-th value is shared by about
+// cols / 256 words. --data trap: a row's smallest 2048 words
 // lie in 32 runs of 64 where quick multi-select draws its pivot sample (runs at multiples of
 // cols / 32, rounded down to 8 words), the rest above 1e6: the pivot falls under the k-th value and
 // every row is selected again from the row.
