@@ -294,7 +294,8 @@ __global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3)
 //   4. QuickMultiSelectListKernel: the rows whose pivot fell under the k-th word (fewer than k
 //      survivors), that overflowed the survivor list or that the finish refused are selected
 //      again by the one-block path. The fused kernel needs no such launch: its block selects such
-//      a row again itself, from the row (BlockRowReselect).
+//      a row again itself, from its survivor list where that holds every survivor, else from the
+//      row (BlockRowReselect).
 constexpr int kFilterVec = 8;  // float4 per lane and piece: pieces of 1024 columns, one per warp
 constexpr int kFilterPiece = 32 * 4 * kFilterVec;
 // Sample ranks that are not ranks: no sample, every word survives; no pivot suits the rows.
@@ -767,9 +768,9 @@ auto QmsBucketFinishFor(int64_t cols) {
 // rather than every gridDim.x-th: rows cost unequal time (their survivors, their finish), and a
 // fixed share left blocks idle while the slowest finished; and 8192 rows on 792 blocks left an
 // eleventh round of 272 rows (H100, 8192 x 8192: -4 to -8 % at k = 32 to 256, -3 % at 1024;
-// bench/results/select.md "Rows taken from a counter"). Rows the finish refuses, or with fewer
-// than k or more survivors than the list holds, the block selects again from the row itself
-// (BlockRowReselect). (kBlockRowMaxCols: the 16-bit columns of the list.)
+// bench/results/select.md "Rows taken from a counter"). Rows the finish refuses the block selects
+// again from the list; rows with fewer than k or more survivors than the list holds, from the row
+// itself (BlockRowReselect). (kBlockRowMaxCols: the 16-bit columns of the list.)
 template <int KB>
 constexpr bool kBlockRowBucket = KB >= 32 && KB <= 2048;
 
@@ -808,18 +809,18 @@ struct QmsBlockRowConfig {
 // A row the fused kernel's sampled pivot did not settle, selected again by the same block, exact
 // for any row. Where the list holds every survivor (k <= n <= its cap: the counting-sort finish
 // refused the row, a bucket up to the k-th crowded by equal keys, as in rows of distances that take
-// few values) from the list in shared memory (`keys`, `cols`: n words, their keys within
-// `bounds`); otherwise (fewer than k survivors, more than the list holds: keys == nullptr) from
-// the row itself. The k-th key and its rank among its ties by BlockRadixPick, the column of the
-// last tie taken by a second pick over the ties' columns (a row's columns are distinct and under
-// 2^16), the k words gathered into `words` (KB words), sorted there by a bitonic sort and written;
-// the radix state `qs` after the words. From the row: seven reads of it, slower than the filter, but
-// a launch after the fused kernel to do it cost every call 1.5-2 us on 8192 rows and 2-4 us on
-// 300-2000 (H100; bench/results/select.md "Refused rows reselected by the fused kernel"). From the
-// list: rows of 65536 columns whose values take 256 levels (every row crowded: about 256 words
-// share each key) took 5.3-7.7 ms for 8192 rows at k = 32-1024 on an H200 when each was selected
-// again from the row, 0.55-0.98 ms from the list (bench/results/select.md "Rows of few values").
-// All T threads call it.
+// few values) from the list in shared memory (`keys`, `cols`: n words, their keys within `bounds`);
+// otherwise (fewer than k survivors, more than the list holds: keys == nullptr) from the row
+// itself. The k-th key and its rank among its ties by BlockRadixPick, the column of the last tie
+// taken by a second pick over the ties' columns (a row's columns are distinct and under 2^16), the
+// k words gathered into `words` (KB words), sorted there by a bitonic sort and written; the radix
+// state `qs` after the words. From the row: seven reads of it, slower than the filter, but a launch
+// after the fused kernel to do it cost every call 1.5-2 us on 8192 rows and 2-4 us on 300-2000
+// (H100; bench/results/select.md "Refused rows reselected by the fused kernel"). From the list:
+// rows of 65536 columns whose values take 256 levels (every row crowded: about 256 words share each
+// key) took 5.3-7.7 ms for 8192 rows at k = 32-1024 on an H200 when each was selected again from
+// the row, 0.55-0.98 ms from the list (bench/results/select.md "Rows of few values"). All T threads
+// call it.
 template <int T, int KB>
 __device__ __forceinline__ void BlockRowReselect(const SelectArgs& a, int64_t row, int n,
                                                  const unsigned* keys, const uint16_t* cols,
