@@ -275,11 +275,13 @@ const Shape kShapes[] = {
     {"reverse_16k", 40, 16384, Fill::kReverse, 2},
     {"crowded_8k", 64, 8192, Fill::kCrowded},
     {"crowded_40k", 16, 40000, Fill::kCrowded, 1},
-    // Rows of few values: every row's finish crowded at 65536 columns (selected again from the
-    // survivor list), with the caller's indices on misaligned rows at 40000; at 8192 columns about
-    // 32 words share a value.
+    // Rows of few values: at 65536 columns about 256 words share a value, the finish's buckets
+    // up to the k-th ranked in place or, crowded past that, the row selected again from the
+    // survivor list; with the caller's indices on misaligned rows at 40000 (about 156 a value);
+    // at 16384 columns about 64 a value, ranked in place; at 8192 columns about 32.
     {"levels_64k", 8, 65536, Fill::kLevels},
     {"levels_40k_ids", 8, 40000, Fill::kLevels, 1, true},
+    {"levels_16k", 32, 16384, Fill::kLevels},
     {"levels_8k", 64, 8192, Fill::kLevels},
     // Survivors' columns are kept in 16 bits on rows of up to 65536 columns: one column more,
     // with the smallest values at the end of the row.

@@ -7,11 +7,11 @@
 //
 // Against sorting the k smallest (a bitonic sort of the 1024 words took about 7 k of a warp
 // finish's 11.9 k warp instructions a row at k = 1024), this is three passes over the words and
-// a handful of instructions a word. Its cost
-// grows with the words a bucket holds: a row whose buckets up to the k-th hold more than
-// kMaxBucket words (many equal keys, or keys crowded at one end of their span) is refused, and
-// the caller selects it another way. When all keys are equal the buckets are laid over the
-// columns instead.
+// a handful of instructions a word. Its cost grows with the words a bucket holds (each compared
+// with all of its bucket's): a row is refused, and the caller selects it another way, when a
+// bucket up to the k-th holds more than kBucketRankMax words (many equal keys, or keys crowded at
+// one end of their span) or the words up to the k-th bucket's last overflow the placement
+// buffer. When all keys are equal the buckets are laid over the columns instead.
 #pragma once
 
 #include "select/select_common.cuh"
@@ -24,6 +24,24 @@ namespace fm::gpu::detail {
 template <int KB, int B, int kMaxBucket>
 constexpr int BucketFinishShared() {
   return (KB + kMaxBucket) * 8 + B * 8 + ((KB + kMaxBucket) * 2 + 15) / 16 * 16;
+}
+
+// The words a bucket up to the k-th may hold. Rows whose values take 256 levels (about 64 / 128 /
+// 256 words a value on 16384 / 32768 / 65536 columns) crowd buckets with equal keys; ranked here
+// rather than refused (and selected again from the survivor list) at up to 256 words a bucket,
+// with a placement buffer as large as the fused kernel's stages allow, 8192 rows of 16384 columns
+// took 17 / 35 / 50 % less time at k = 32 / 256 / 1024 and 32768 columns 22 / 27 / 28 % less on an
+// H200; up to 128 words gained less on 32768 columns, and a bound of the whole row's compares
+// instead (512 a thread, made one after the other) made 65536 columns 13-18 % slower at k = 32 /
+// 256 (bench/results/select.md "Crowded buckets ranked in place").
+constexpr int kBucketRankMax = 256;
+
+// The words a placement buffer holds in `bytes` of shared memory beside the counts of B buckets
+// (BucketFinishShared<KB, B, kMaxBucket>() bytes hold KB + kMaxBucket).
+constexpr int BucketFinishPlaceCap(int bytes, int B) {
+  int c = (bytes - B * 8) / 10 + 2;
+  while (c > 0 && c * 8 + B * 8 + (c * 2 + 15) / 16 * 16 > bytes) --c;
+  return c;
 }
 
 // The bucket of a word: laid linearly over the values from lo to hi (LinearBuckets, when both are
@@ -79,8 +97,20 @@ __device__ __forceinline__ void WriteRanked(const SelectArgs& a, int64_t row, co
     const int end = start[b], c = count[b];
     int rank = end - c;
     if (c > 1) {
+      int q = end - c;
+      if (c >= 8) {  // a crowded bucket: four compares in flight
+        int r0 = 0, r1 = 0, r2 = 0, r3 = 0;
 #pragma unroll 1
-      for (int q = end - c; q < end; ++q) rank += words[q] < w;
+        for (; q + 4 <= end; q += 4) {
+          r0 += words[q] < w;
+          r1 += words[q + 1] < w;
+          r2 += words[q + 2] < w;
+          r3 += words[q + 3] < w;
+        }
+        rank += r0 + r1 + r2 + r3;
+      }
+#pragma unroll 1
+      for (; q < end; ++q) rank += words[q] < w;
     }
     if (rank < a.k) {
       DecodeWord(a, w, rv.src_row, rv.col0, &a.out_values[out0 + rank],
@@ -113,24 +143,28 @@ __device__ __forceinline__ uint4 LoadCols4(const uint16_t* cols, int j) {
 // Finishes launch row `row` from its n >= k candidates, keys[i] / cols[i] (columns of the row,
 // below a.cols, in 32 or 16 bits; the keys 16-byte aligned, the columns 16 / 8, in global memory
 // or, with kShared, in shared memory). All T threads of the block call it; smem holds
-// BucketFinishShared<KB, B, kMaxBucket>() bytes, 16-byte aligned. Returns false, the same in
-// every thread and with nothing written, when a bucket up to the k-th holds more than kMaxBucket
-// words. kRegs uint4 of keys a thread stay in registers between the passes (the rest are read
-// again). Known bounds of the keys spare the first pass.
-template <int T, int KB, int B, int kMaxBucket, int kRegs, typename ColT, bool kShared = false>
+// BucketFinishShared<KB, B, kMaxBucket>() bytes, 16-byte aligned, or, with a larger placement
+// buffer of kPlace words, BucketFinishPlaceCap's bytes for kPlace. Returns false, the same in
+// every thread and with nothing written, when a bucket up to the k-th holds more than
+// kBucketRankMax words or the words up to the k-th's bucket's last are more than kPlace. kRegs
+// uint4 of keys a thread stay in registers between the passes (the rest are read again). Known
+// bounds of the keys spare the first pass.
+template <int T, int KB, int B, int kMaxBucket, int kRegs, typename ColT, bool kShared = false,
+          int kPlace = KB + kMaxBucket>
 __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const unsigned* keys,
                                   const ColT* cols, unsigned char* smem, KeyBounds bounds = {}) {
   static_assert(B % T == 0 && (B & (B - 1)) == 0, "B a power of two, a multiple of T");
   static_assert(B <= 65536, "a placed word's bucket kept in 16 bits");
+  static_assert(kPlace >= KB + kMaxBucket, "the placement buffer");
   constexpr int kPer = B / T;
   constexpr int kWarps = T / 32;
   __shared__ unsigned red[2][kWarps];
   __shared__ int wsum[kWarps];
   __shared__ int cut_bucket;
-  u64* words = reinterpret_cast<u64*>(smem);                       // [KB + kMaxBucket]
-  int* count = reinterpret_cast<int*>(words + KB + kMaxBucket);    // [B]
+  u64* words = reinterpret_cast<u64*>(smem);                       // [kPlace]
+  int* count = reinterpret_cast<int*>(words + kPlace);             // [B]
   int* start = count + B;                                          // [B]
-  uint16_t* slot_bucket = reinterpret_cast<uint16_t*>(start + B);  // [KB + kMaxBucket]
+  uint16_t* slot_bucket = reinterpret_cast<uint16_t*>(start + B);  // [kPlace]
   const int tid = threadIdx.x, lane = tid & 31, warp = tid / 32;
   const int k = a.k;
   const uint4* kv = reinterpret_cast<const uint4*>(keys);
@@ -201,8 +235,8 @@ __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const
     __syncthreads();
 
     // Starts: an exclusive scan of the counts, kPer consecutive buckets a thread. The bucket
-    // that holds rank k - 1 is the cut; a bucket up to it with more than kMaxBucket words
-    // refuses the row.
+    // that holds rank k - 1 is the cut; a bucket up to it with more than kBucketRankMax words, or
+    // a cut whose words end past the placement buffer, refuses the row.
     int c[kPer];
 #pragma unroll
     for (int i = 0; i < kPer; ++i) c[i] = count[tid * kPer + i];
@@ -221,8 +255,11 @@ __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const
       const int b = tid * kPer + i;
       start[b] = base;
       if (base < k) {
-        refuse |= c[i] > kMaxBucket;
-        if (base + c[i] >= k) cut_bucket = b;
+        refuse |= c[i] > kBucketRankMax;
+        if (base + c[i] >= k) {
+          cut_bucket = b;
+          refuse |= base + c[i] > kPlace;
+        }
       }
       base += c[i];
     }

@@ -802,6 +802,10 @@ struct QmsBlockRowConfig {
   static constexpr int kShared = kListBytes + (kStage > kFinish ? kStage : kFinish);
   // With kSlot (QmsBlockRowKernel): the list, the slots (a piece a warp), the finish.
   static constexpr int kSlotShared = kListBytes + kStage + kFinish;
+  // The finish's bytes (after the slots with kSlot, else over the stages) and the words its
+  // placement buffer holds there.
+  static constexpr int kWork = kSlot ? kFinish : (kStage > kFinish ? kStage : kFinish);
+  static constexpr int kPlace = BucketFinishPlaceCap(kWork, kBuckets);
   static_assert(kListBytes % 16 == 0, "the stage and the finish's words 16-byte aligned");
   static_assert(kStage % 16 == 0, "the finish after the slots 16-byte aligned");
 };
@@ -1076,7 +1080,7 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
     const int n = fill;
     bool done = false;
     if (n >= a.k && n <= C::kCap) {
-      done = BlockBucketFinish<T, KB, C::kBuckets, C::kMaxBucket, 0, uint16_t, true>(
+      done = BlockBucketFinish<T, KB, C::kBuckets, C::kMaxBucket, 0, uint16_t, true, C::kPlace>(
           a, row0 + lr, n, keys, cols16, work, KeyBounds{key_lo, key_hi, true});
     }
     if (!done) {
