@@ -40,8 +40,10 @@ RACE="$RACE:*quick_multiselect_k256_long_pieces:*auto_k2048_long_pieces_300k"
 RACE="$RACE:*quick_multiselect_k1000_crowded_8k:*quick_multiselect_k256_mixed_rows"
 RACE="$RACE:*quick_multiselect_k33_sample_trap_16k:*quick_multiselect_k32_mixed_8k"
 RACE="$RACE:*quick_multiselect_k31_dups_12k:*quick_multiselect_k32_rows_8k_misaligned"
-# Crowded finishes selected again from the survivor list (rows of 256 values).
+# Crowded finishes selected again from the survivor list, or their buckets ranked in place (rows
+# of 256 values).
 RACE="$RACE:*quick_multiselect_k256_levels_64k:*quick_multiselect_k1000_levels_40k_ids"
+RACE="$RACE:*quick_multiselect_k1000_levels_16k"
 timeout 100 compute-sanitizer --tool racecheck --error-exitcode 9 $T --gtest_filter="$RACE" \
   --gtest_brief=1 > $OUT/racecheck.log 2>&1
 echo "== racecheck rc=$?"; tail -3 $OUT/racecheck.log
