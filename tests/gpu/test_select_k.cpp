@@ -322,6 +322,12 @@ std::vector<Param> AllParams() {
       out.push_back({a, k, {"long_rows", 800, 131072, Fill::kRandom}});
       out.push_back({a, k, {"long_mixed", 800, 100003, Fill::kMixed}});
     }
+    // Rows of 256 values there (about 512 words a value): above k = 256 the counting-sort
+    // finish's buckets crowd and its block selects each row again from the survivor list (32-bit
+    // columns).
+    for (int64_t k : {500, 1000}) {
+      out.push_back({a, k, {"long_levels", 800, 131072, Fill::kLevels}});
+    }
   }
   // Rows enough that the pivot kernel takes more than one wave of blocks (on an H100 5280 rows
   // with a 512-word sample, 3168 with 1024 or 2048 words): the fused kernel then starts each row

@@ -286,14 +286,15 @@ __global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3)
 //      occupancy, like a copy. For k <= 256 the warp that completes a row also finishes it: the
 //      k-th smallest survivor by a radix select, the k smallest gathered with ballots and sorted;
 //   3. k > 256: a launch of its own, a block per row ranking the survivors by a counting sort
-//      (QmsBucketFinishKernel, bucket_finish.cuh), which refuses rows whose buckets crowd;
+//      (QmsBucketFinishKernel, bucket_finish.cuh); rows whose buckets crowd it selects again
+//      from their survivor lists (BlockRowReselect);
 //   On rows of up to 65536 columns steps 2 and 3 are one kernel instead, for every k from rows
 //   of four pieces on (QmsBlockRowKernel: a block filters a row into shared memory and ranks its
 //   survivors there by the same counting sort); it also takes rows too short for the filter's
 //   sample at the k asked (fewer than 8k columns), whole or under a pivot of a higher rank;
 //   4. QuickMultiSelectListKernel: the rows whose pivot fell under the k-th word (fewer than k
-//      survivors), that overflowed the survivor list or that the finish refused are selected
-//      again by the one-block path. The fused kernel needs no such launch: its block selects such
+//      survivors) or that overflowed the survivor list are selected again by the one-block
+//      path. The fused kernel needs no such launch: its block selects such
 //      a row again itself, from its survivor list where that holds every survivor, else from the
 //      row (BlockRowReselect).
 constexpr int kFilterVec = 8;  // float4 per lane and piece: pieces of 1024 columns, one per warp
@@ -712,8 +713,11 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
 }
 
 // The finish above kWarpFinishMax: a block per row ranks the survivors by a counting sort over
-// kBuckets buckets (bucket_finish.cuh); the rows it refuses are handed back. Against the k words
-// sorted by a warp per row (and a block per row at k = 2048), 19-28 % off quick multi-select's
+// kBuckets buckets (bucket_finish.cuh, QmsBucketFinishKernel below BlockRowReselect); a row it
+// refuses is selected again by the same block from its survivor list (which holds every survivor
+// of such a row: crowded buckets, rows of few values), the rows whose pivot missed are handed
+// back. Against the k words sorted by a warp per row (and a block per row at k = 2048), 19-28 %
+// off quick multi-select's
 // time at k = 1024 on 8192 rows of 8192 to 32768 columns on an H200, 48-57 % at k = 2048 (H100
 // grid at k = 1024: 0.26 -> 0.35 of the read bandwidth at 8192 columns; bench/results/select.md
 // "Finish by a counting sort"). Twice as many buckets, or half as many, measured slower, as did
@@ -726,31 +730,6 @@ struct QmsBucketFinishConfig {
   static constexpr int kRegs = 4;  // uint4 of keys a thread holds between the passes
   static constexpr int kShared = BucketFinishShared<KB, kBuckets, kMaxBucket>();
 };
-
-template <int KB, typename ColT>
-__global__ void __launch_bounds__(QmsBucketFinishConfig<KB>::kThreads)
-    QmsBucketFinishKernel(SelectArgs a, int64_t row0, QmsSplitScratch s) {
-  using C = QmsBucketFinishConfig<KB>;
-  extern __shared__ __align__(16) unsigned char bucket_smem[];
-  AllowDependentGrid();
-  WaitPrimaryGrid();  // the survivors
-  const int64_t lr = blockIdx.x;
-  const int n = s.count[lr];
-  bool done = false;
-  if (n >= a.k && n <= s.cap) {
-    done = BlockBucketFinish<C::kThreads, KB, C::kBuckets, C::kMaxBucket, C::kRegs>(
-        a, row0 + lr, n, SurvivorKeys(s, lr),
-        reinterpret_cast<const ColT*>(SurvivorCols(s, lr)), bucket_smem);
-  }
-  if (!done && threadIdx.x == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row0 + lr;
-}
-
-// The finish kernel for the survivor columns of rows of `cols` columns (16 or 32 bits).
-template <int KB>
-auto QmsBucketFinishFor(int64_t cols) {
-  return SurvivorColsNarrow(cols) ? QmsBucketFinishKernel<KB, uint16_t>
-                                  : QmsBucketFinishKernel<KB, unsigned>;
-}
 
 // The filter and the finish in one kernel, on rows of up to kBlockRowMaxCols columns, for k of 32
 // to 2048 (k = 1500 / 2048: -12 to -23 % on 8192 rows of 16384-65536 columns, H100; at and below
@@ -825,9 +804,9 @@ struct QmsBlockRowConfig {
 // key) took 5.3-7.7 ms for 8192 rows at k = 32-1024 on an H200 when each was selected again from
 // the row, 0.55-0.98 ms from the list (bench/results/select.md "Rows of few values"). All T threads
 // call it.
-template <int T, int KB>
+template <int T, int KB, typename ColT = uint16_t>
 __device__ __forceinline__ void BlockRowReselect(const SelectArgs& a, int64_t row, int n,
-                                                 const unsigned* keys, const uint16_t* cols,
+                                                 const unsigned* keys, const ColT* cols,
                                                  KeyBounds bounds, u64* words, QmsShared& qs) {
   static_assert((KB & (KB - 1)) == 0 && KB >= 32, "a power of two");
   const float* rp = a.distances + row * a.row_stride;
@@ -872,7 +851,7 @@ __device__ __forceinline__ void BlockRowReselect(const SelectArgs& a, int64_t ro
           if (key == kth) f(col);
         });
       },
-      4, KeyBounds{0u, 0xffffu, true});
+      4, KeyBounds{0u, sizeof(ColT) == 2 ? 0xffffu : 0xffffffffu, true});
   int* fill = &qs.less[0];
   if (tid == 0) *fill = 0;
   __syncthreads();
@@ -883,6 +862,41 @@ __device__ __forceinline__ void BlockRowReselect(const SelectArgs& a, int64_t ro
   __syncthreads();
   BitonicSortRuns<T>(words, 1, KB, KB);
   WriteRow<T>(a, row, words, tid);
+}
+
+template <int KB, typename ColT>
+__global__ void __launch_bounds__(QmsBucketFinishConfig<KB>::kThreads)
+    QmsBucketFinishKernel(SelectArgs a, int64_t row0, QmsSplitScratch s) {
+  using C = QmsBucketFinishConfig<KB>;
+  extern __shared__ __align__(16) unsigned char bucket_smem[];
+  AllowDependentGrid();
+  WaitPrimaryGrid();  // the survivors
+  const int64_t lr = blockIdx.x;
+  const int n = s.count[lr];
+  bool done = false;
+  if (n >= a.k && n <= s.cap) {
+    const ColT* cols = reinterpret_cast<const ColT*>(SurvivorCols(s, lr));
+    done = BlockBucketFinish<C::kThreads, KB, C::kBuckets, C::kMaxBucket, C::kRegs>(
+        a, row0 + lr, n, SurvivorKeys(s, lr), cols, bucket_smem);
+    if (!done) {  // crowded: selected again from the survivor list, which holds every survivor
+      static_assert(KB * 8 + sizeof(QmsShared) <= C::kShared && sizeof(QmsShared) % 8 == 0,
+                    "the reselect's words and radix state in the finish's shared memory");
+      __syncthreads();  // the finish's reads of its shared memory are done
+      BlockRowReselect<C::kThreads, KB, ColT>(
+          a, row0 + lr, n, SurvivorKeys(s, lr), cols, KeyBounds{},
+          reinterpret_cast<u64*>(bucket_smem),
+          *reinterpret_cast<QmsShared*>(bucket_smem + KB * 8));
+      done = true;
+    }
+  }
+  if (!done && threadIdx.x == 0) s.fail_rows[atomicAdd(s.fail_count, 1)] = row0 + lr;
+}
+
+// The finish kernel for the survivor columns of rows of `cols` columns (16 or 32 bits).
+template <int KB>
+auto QmsBucketFinishFor(int64_t cols) {
+  return SurvivorColsNarrow(cols) ? QmsBucketFinishKernel<KB, uint16_t>
+                                  : QmsBucketFinishKernel<KB, unsigned>;
 }
 
 // kSlot: each warp's pieces come by bulk copies into a slot of a piece a warp in shared memory
