@@ -294,9 +294,9 @@ __global__ void __launch_bounds__(T, KB >= 1024 ? 2 : 3)
 //   sample at the k asked (fewer than 8k columns), whole or under a pivot of a higher rank;
 //   4. QuickMultiSelectListKernel: the rows whose pivot fell under the k-th word (fewer than k
 //      survivors) or that overflowed the survivor list are selected again by the one-block
-//      path. The fused kernel needs no such launch: its block selects such
-//      a row again itself, from its survivor list where that holds every survivor, else from the
-//      row (BlockRowReselect).
+//      path. The fused kernel needs no such launch: its block selects such a row again itself,
+//      from its survivor list where that holds every survivor, else from the row
+//      (BlockRowReselect).
 constexpr int kFilterVec = 8;  // float4 per lane and piece: pieces of 1024 columns, one per warp
 constexpr int kFilterPiece = 32 * 4 * kFilterVec;
 // Sample ranks that are not ranks: no sample, every word survives; no pivot suits the rows.
@@ -716,12 +716,13 @@ __global__ void __launch_bounds__(256, 4) QmsFilterKernel(SelectArgs a, int64_t 
 // kBuckets buckets (bucket_finish.cuh, QmsBucketFinishKernel below BlockRowReselect); a row it
 // refuses is selected again by the same block from its survivor list (which holds every survivor
 // of such a row: crowded buckets, rows of few values), the rows whose pivot missed are handed
-// back. Against the k words sorted by a warp per row (and a block per row at k = 2048), 19-28 %
-// off quick multi-select's
-// time at k = 1024 on 8192 rows of 8192 to 32768 columns on an H200, 48-57 % at k = 2048 (H100
-// grid at k = 1024: 0.26 -> 0.35 of the read bandwidth at 8192 columns; bench/results/select.md
-// "Finish by a counting sort"). Twice as many buckets, or half as many, measured slower, as did
-// the survivors' columns held in registers from the first pass.
+// back (1024 x 2^20 of 256 values at k = 1024: 2.94 -> 1.61 ms on an H200, bench/results/select.md
+// "Crowded rows of the long rows' finish"). Against the k words sorted by a warp per row (and a
+// block per row at k = 2048), 19-28 % off quick multi-select's time at k = 1024 on 8192 rows of
+// 8192 to 32768 columns on an H200, 48-57 % at k = 2048 (H100 grid at k = 1024: 0.26 -> 0.35 of
+// the read bandwidth at 8192 columns; bench/results/select.md "Finish by a counting sort"). Twice
+// as many buckets, or half as many, measured slower, as did the survivors' columns held in
+// registers from the first pass.
 template <int KB>
 struct QmsBucketFinishConfig {
   static constexpr int kThreads = KB >= 2048 ? 256 : 128;
@@ -792,18 +793,19 @@ struct QmsBlockRowConfig {
 // A row the fused kernel's sampled pivot did not settle, selected again by the same block, exact
 // for any row. Where the list holds every survivor (k <= n <= its cap: the counting-sort finish
 // refused the row, a bucket up to the k-th crowded by equal keys, as in rows of distances that take
-// few values) from the list in shared memory (`keys`, `cols`: n words, their keys within `bounds`);
+// few values) from the list (`keys`, `cols`: n words, their keys within `bounds` where known; in
+// shared memory, or in global memory for the long rows' finish launch, QmsBucketFinishKernel);
 // otherwise (fewer than k survivors, more than the list holds: keys == nullptr) from the row
 // itself. The k-th key and its rank among its ties by BlockRadixPick, the column of the last tie
-// taken by a second pick over the ties' columns (a row's columns are distinct and under 2^16), the
-// k words gathered into `words` (KB words), sorted there by a bitonic sort and written; the radix
-// state `qs` after the words. From the row: seven reads of it, slower than the filter, but a launch
-// after the fused kernel to do it cost every call 1.5-2 us on 8192 rows and 2-4 us on 300-2000
-// (H100; bench/results/select.md "Refused rows reselected by the fused kernel"). From the list:
-// rows of 65536 columns whose values take 256 levels (every row crowded: about 256 words share each
-// key) took 5.3-7.7 ms for 8192 rows at k = 32-1024 on an H200 when each was selected again from
-// the row, 0.55-0.98 ms from the list (bench/results/select.md "Rows of few values"). All T threads
-// call it.
+// taken by a second pick over the ties' columns (a row's columns are distinct, in 16 or 32 bits,
+// ColT), the k words gathered into `words` (KB words), sorted there by a bitonic sort and
+// written; the radix state `qs` after the words. From the row: seven reads of it, slower than the
+// filter, but a launch after the fused kernel to do it cost every call 1.5-2 us on 8192 rows and
+// 2-4 us on 300-2000 (H100; bench/results/select.md "Refused rows reselected by the fused kernel").
+// From the list: rows of 65536 columns whose values take 256 levels (every row crowded: about 256
+// words share each key) took 5.3-7.7 ms for 8192 rows at k = 32-1024 on an H200 when each was
+// selected again from the row, 0.55-0.98 ms from the list (bench/results/select.md "Rows of few
+// values"). All T threads call it.
 template <int T, int KB, typename ColT = uint16_t>
 __device__ __forceinline__ void BlockRowReselect(const SelectArgs& a, int64_t row, int n,
                                                  const unsigned* keys, const ColT* cols,
