@@ -19,11 +19,15 @@
 
 namespace fm::gpu::detail {
 
-// Shared memory a block needs for k <= KB: the placed words, counts and starts of B buckets, and
-// each placed word's bucket.
-template <int KB, int B, int kMaxBucket>
+// Shared memory the finish needs with a placement buffer of `place` words and B buckets: the
+// placed words, counts and starts of the buckets, and each placed word's bucket.
+constexpr int BucketFinishBytes(int place, int B) {
+  return place * 8 + B * 8 + (place * 2 + 15) / 16 * 16;
+}
+// The same for k <= KB with a buffer of KB + kSlack words (the cut bucket's words past the k-th).
+template <int KB, int B, int kSlack>
 constexpr int BucketFinishShared() {
-  return (KB + kMaxBucket) * 8 + B * 8 + ((KB + kMaxBucket) * 2 + 15) / 16 * 16;
+  return BucketFinishBytes(KB + kSlack, B);
 }
 
 // The words a bucket up to the k-th may hold. Rows whose values take 256 levels (about 64 / 128 /
@@ -36,11 +40,11 @@ constexpr int BucketFinishShared() {
 // 256 (bench/results/select.md "Crowded buckets ranked in place").
 constexpr int kBucketRankMax = 256;
 
-// The words a placement buffer holds in `bytes` of shared memory beside the counts of B buckets
-// (BucketFinishShared<KB, B, kMaxBucket>() bytes hold KB + kMaxBucket).
+// The words a placement buffer holds in `bytes` of shared memory beside the counts of B buckets:
+// the largest `place` whose BucketFinishBytes fit.
 constexpr int BucketFinishPlaceCap(int bytes, int B) {
   int c = (bytes - B * 8) / 10 + 2;
-  while (c > 0 && c * 8 + B * 8 + (c * 2 + 15) / 16 * 16 > bytes) --c;
+  while (c > 0 && BucketFinishBytes(c, B) > bytes) --c;
   return c;
 }
 
@@ -143,19 +147,18 @@ __device__ __forceinline__ uint4 LoadCols4(const uint16_t* cols, int j) {
 // Finishes launch row `row` from its n >= k candidates, keys[i] / cols[i] (columns of the row,
 // below a.cols, in 32 or 16 bits; the keys 16-byte aligned, the columns 16 / 8, in global memory
 // or, with kShared, in shared memory). All T threads of the block call it; smem holds
-// BucketFinishShared<KB, B, kMaxBucket>() bytes, 16-byte aligned, or, with a larger placement
-// buffer of kPlace words, BucketFinishPlaceCap's bytes for kPlace. Returns false, the same in
-// every thread and with nothing written, when a bucket up to the k-th holds more than
-// kBucketRankMax words or the words up to the k-th's bucket's last are more than kPlace. kRegs
-// uint4 of keys a thread stay in registers between the passes (the rest are read again). Known
-// bounds of the keys spare the first pass.
-template <int T, int KB, int B, int kMaxBucket, int kRegs, typename ColT, bool kShared = false,
-          int kPlace = KB + kMaxBucket>
+// BucketFinishBytes(kPlace, B) bytes, 16-byte aligned (a placement buffer of kPlace words, by
+// default KB + kSlack). Returns false, the same in every thread and with nothing written, when a
+// bucket up to the k-th holds more than kBucketRankMax words or the words up to the k-th's
+// bucket's last are more than kPlace. kRegs uint4 of keys a thread stay in registers between the
+// passes (the rest are read again). Known bounds of the keys spare the first pass.
+template <int T, int KB, int B, int kSlack, int kRegs, typename ColT, bool kShared = false,
+          int kPlace = KB + kSlack>
 __device__ bool BlockBucketFinish(const SelectArgs& a, int64_t row, int n, const unsigned* keys,
                                   const ColT* cols, unsigned char* smem, KeyBounds bounds = {}) {
   static_assert(B % T == 0 && (B & (B - 1)) == 0, "B a power of two, a multiple of T");
   static_assert(B <= 65536, "a placed word's bucket kept in 16 bits");
-  static_assert(kPlace >= KB + kMaxBucket, "the placement buffer");
+  static_assert(kPlace >= KB + kSlack, "the placement buffer");
   constexpr int kPer = B / T;
   constexpr int kWarps = T / 32;
   __shared__ unsigned red[2][kWarps];

@@ -727,9 +727,9 @@ template <int KB>
 struct QmsBucketFinishConfig {
   static constexpr int kThreads = KB >= 2048 ? 256 : 128;
   static constexpr int kBuckets = KB;
-  static constexpr int kMaxBucket = 64;
+  static constexpr int kSlack = 64;  // placed words past the k-th (BucketFinishShared)
   static constexpr int kRegs = 4;  // uint4 of keys a thread holds between the passes
-  static constexpr int kShared = BucketFinishShared<KB, kBuckets, kMaxBucket>();
+  static constexpr int kShared = BucketFinishShared<KB, kBuckets, kSlack>();
 };
 
 // The filter and the finish in one kernel, on rows of up to kBlockRowMaxCols columns, for k of 32
@@ -758,7 +758,7 @@ template <int KB, int T, bool kSlot = false>
 struct QmsBlockRowConfig {
   static constexpr int kWarps = T / 32;
   static constexpr int kBuckets = KB < T ? T : KB;
-  static constexpr int kMaxBucket = 64;
+  static constexpr int kSlack = 64;  // placed words past the k-th (BucketFinishShared)
   // Survivors a row may leave (the rank rules take a pivot only where six standard deviations
   // above the survivors it leaves fit the list, QmsListHolds): 2048 words at k <= 512, 3584 at
   // k <= 1024, 6144 at k <= 2048. With the slots at 128 < k <= 256 (rows of up to 8192 columns,
@@ -778,7 +778,7 @@ struct QmsBlockRowConfig {
                                                     : 6144;
   static constexpr int kListBytes = kCap * 6;  // 32-bit keys, then 16-bit columns
   static constexpr int kStage = kWarps * kFilterPiece * 4;
-  static constexpr int kFinish = BucketFinishShared<KB, kBuckets, kMaxBucket>();
+  static constexpr int kFinish = BucketFinishShared<KB, kBuckets, kSlack>();
   static constexpr int kShared = kListBytes + (kStage > kFinish ? kStage : kFinish);
   // With kSlot (QmsBlockRowKernel): the list, the slots (a piece a warp), the finish.
   static constexpr int kSlotShared = kListBytes + kStage + kFinish;
@@ -878,7 +878,7 @@ __global__ void __launch_bounds__(QmsBucketFinishConfig<KB>::kThreads)
   bool done = false;
   if (n >= a.k && n <= s.cap) {
     const ColT* cols = reinterpret_cast<const ColT*>(SurvivorCols(s, lr));
-    done = BlockBucketFinish<C::kThreads, KB, C::kBuckets, C::kMaxBucket, C::kRegs>(
+    done = BlockBucketFinish<C::kThreads, KB, C::kBuckets, C::kSlack, C::kRegs>(
         a, row0 + lr, n, SurvivorKeys(s, lr), cols, bucket_smem);
     if (!done) {  // crowded: selected again from the survivor list, which holds every survivor
       static_assert(KB * 8 + sizeof(QmsShared) <= C::kShared && sizeof(QmsShared) % 8 == 0,
@@ -1096,7 +1096,7 @@ __global__ void __launch_bounds__(T, MB) QmsBlockRowKernel(SelectArgs a, int64_t
     const int n = fill;
     bool done = false;
     if (n >= a.k && n <= C::kCap) {
-      done = BlockBucketFinish<T, KB, C::kBuckets, C::kMaxBucket, 0, uint16_t, true, C::kPlace>(
+      done = BlockBucketFinish<T, KB, C::kBuckets, C::kSlack, 0, uint16_t, true, C::kPlace>(
           a, row0 + lr, n, keys, cols16, work, KeyBounds{key_lo, key_hi, true});
     }
     if (!done) {
