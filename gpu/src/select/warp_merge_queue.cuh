@@ -1,4 +1,5 @@
-// Merge queue k-selection, one warp per row (several rows per block), for k up to 1024.
+// Merge queue k-selection, one warp per row (several rows per block), for k up to 1024 (k <= 64:
+// the queue in registers, the second half of this file).
 //
 // Each warp owns one row and a small piece of shared memory: the queue (the KB smallest words seen
 // so far, sorted ascending) and a candidate buffer of B words. The row is streamed once: every
@@ -19,6 +20,7 @@
 
 #include "select/select_common.cuh"
 #include "select/select_stream.cuh"
+
 
 namespace fm::gpu::detail {
 
@@ -209,8 +211,224 @@ __global__ void __launch_bounds__(32 * WarpMqShape<KB>::kWarps, WarpMqShape<KB>:
   }
 }
 
+// ---- the queue in registers (k <= 64) -----------------------------------------------------
+//
+// For k <= 64 the queue fits the warp's registers: word j * 32 + lane of the queue in q[j] of
+// that lane (KB / 32 words a lane). Candidates gather in the warp's shared buffer; each time 32
+// are there the warp sorts them across its lanes (a bitonic network of shuffles) and merges them
+// into the queue (min of the queue's last 32 words and the mirrored run, then a bitonic merge
+// over the queue), so a flush costs a few dozen shuffles and no shared-memory traffic. The warps
+// stay resident and take rows w, w + W, ... (W warps in the grid); each chunk's loads are issued
+// before the chunk before it is filtered, across a row's end too, so a warp's next row is on its
+// way while it finishes the last one.
+template <int KB>
+struct WarpMqRegShape {
+  static_assert(KB == 32 || KB == 64, "the queue in registers holds at most 64 words");
+  static constexpr int kQ = KB / 32;                // queue words a lane
+  static constexpr int kVec = 4;                    // float4 a lane a chunk
+  static constexpr int kChunk = 32 * 4 * kVec;      // 512 columns a warp a chunk
+  static constexpr int kWarps = 4;
+  // Eight blocks an SM (32 warps): ptxas then keeps 64 registers and spills 48 (k <= 32) or
+  // 80 (k <= 64) bytes, which ran 1-8 % faster on an H200 than six blocks without spills
+  // (bench/results/select_mq_registers_ab_h200.txt).
+  static constexpr int kMinBlocks = 8;
+  static constexpr int kBuf = 32 + kChunk;          // under 32 left + a whole chunk's candidates
+  static constexpr int kShared = kWarps * kBuf * 8;
+};
+
+// x sorted ascending across the warp (lane i holds the i-th smallest).
+__device__ __forceinline__ u64 WarpSort32(u64 x, int lane) {
+#pragma unroll
+  for (int size = 2; size <= 32; size <<= 1) {
+#pragma unroll
+    for (int s = size >> 1; s > 0; s >>= 1) {
+      const u64 y = __shfl_xor_sync(kFullMask, x, s);
+      const bool take_max = ((lane & s) != 0) != ((lane & size) != 0 && size < 32);
+      x = take_max ? MaxU64(x, y) : MinU64(x, y);
+    }
+  }
+  return x;
+}
+
+// The KB smallest of the queue q (ascending, word j * 32 + lane in q[j]) and the 32 words x
+// (one a lane, any order) into q.
+template <int Q>
+__device__ __forceinline__ void WarpMergeRun(u64 (&q)[Q], u64 x, int lane) {
+  x = WarpSort32(x, lane);
+  q[Q - 1] = MinU64(q[Q - 1], __shfl_sync(kFullMask, x, 31 - lane));
+#pragma unroll
+  for (int t = Q / 2; t >= 1; t >>= 1) {
+#pragma unroll
+    for (int j = 0; j < Q; ++j) {
+      if ((j & t) == 0) {
+        const u64 lo = MinU64(q[j], q[j + t]), hi = MaxU64(q[j], q[j + t]);
+        q[j] = lo;
+        q[j + t] = hi;
+      }
+    }
+  }
+#pragma unroll
+  for (int s = 16; s > 0; s >>= 1) {
+#pragma unroll
+    for (int j = 0; j < Q; ++j) {
+      const u64 y = __shfl_xor_sync(kFullMask, q[j], s);
+      q[j] = (lane & s) ? MaxU64(q[j], y) : MinU64(q[j], y);
+    }
+  }
+}
+
+// Word i of the queue, on every lane.
+template <int Q>
+__device__ __forceinline__ u64 WarpQueueWord(const u64 (&q)[Q], int i) {
+  u64 w = q[0];
+#pragma unroll
+  for (int j = 1; j < Q; ++j) w = (i >> 5) == j ? q[j] : w;
+  return __shfl_sync(kFullMask, w, i & 31);
+}
+
+template <int KB>
+__global__ void __launch_bounds__(32 * WarpMqRegShape<KB>::kWarps,
+                                  WarpMqRegShape<KB>::kMinBlocks)
+    WarpMergeQueueRegKernel(SelectArgs a, int64_t row0) {
+  using S = WarpMqRegShape<KB>;
+  constexpr int U = S::kVec, Q = S::kQ, kChunk = S::kChunk;
+  extern __shared__ u64 smem[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * S::kWarps;
+  int64_t row = row0 + static_cast<int64_t>(blockIdx.x) * S::kWarps + warp;
+  if (row >= a.rows) return;
+  u64* buf = smem + warp * S::kBuf;
+  const int k = a.k;
+
+  const RowView rv0 = GetRow(a, row);
+  const float* rp = rv0.p;
+  int64_t cols = rv0.cols;
+  bool vec = (reinterpret_cast<uintptr_t>(rp) & 15u) == 0;
+  int64_t base = 0;
+  float4 cur[U];
+  LoadChunk<32, U>(rp, cols, 0, vec, cur, lane);
+  u64 q[Q];
+#pragma unroll
+  for (int j = 0; j < Q; ++j) q[j] = kSentinel;
+  u64 thr = kSentinel, bound = kSentinel;
+  int fill = 0;
+  for (;;) {
+    // The next chunk: of this row, or the first of the warp's next row.
+    const bool last = base + kChunk >= cols;
+    const int64_t nrow = last ? row + stride : row;
+    const bool more = nrow < a.rows;
+    const float* nrp = rp;
+    int64_t ncols = cols;
+    bool nvec = vec;
+    int64_t nbase = base + kChunk;
+    if (last && more) {
+      const RowView nrv = GetRow(a, nrow);
+      nrp = nrv.p;
+      ncols = nrv.cols;
+      nvec = (reinterpret_cast<uintptr_t>(nrp) & 15u) == 0;
+      nbase = 0;
+    }
+    float4 nxt[U];
+    if (more) LoadChunk<32, U>(nrp, ncols, nbase, nvec, nxt, lane);
+
+    if (base == 0) {
+      // Each lane's (KB / 32)-th smallest key of the chunk (padding past the row is NaN, the
+      // largest key): the warp's largest of them has at least KB words at or under it.
+      unsigned k1 = 0xffffffffu, k2 = 0xffffffffu;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const unsigned key = FloatKey(Lane4(cur[u], e));
+          if (Q == 2) k2 = min(k2, max(k1, key));
+          k1 = min(k1, key);
+        }
+      }
+      unsigned lb = Q == 2 ? k2 : k1;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) lb = max(lb, __shfl_xor_sync(kFullMask, lb, o));
+      bound = (static_cast<u64>(lb) << 32) | 0xffffffffull;
+      thr = bound;
+    }
+    // Top of the partition: each float4's minimum against the threshold, one vote a chunk.
+    const unsigned thr_key = static_cast<unsigned>(thr >> 32);
+    const float thr_f = KeyToFloat(thr_key);
+    bool any = thr_key == 0xffffffffu;
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      any |= fminf(fminf(cur[u].x, cur[u].y), fminf(cur[u].z, cur[u].w)) <= thr_f;
+    if (__any_sync(kFullMask, any)) {
+      unsigned bits = CandidateBits<32, U>(cur, base, cols, vec, thr, lane);
+      const int c = __popc(bits);
+      const int incl = WarpInclusiveSum(c);
+      int pos = fill + incl - c;
+      while (bits) {
+        const int j = __ffs(bits) - 1;
+        bits &= bits - 1;
+        buf[pos++] = CandidateWord<32, U>(cur, j, base, vec, lane);
+      }
+      fill += __shfl_sync(kFullMask, incl, 31);
+      __syncwarp();
+      while (fill >= 32) {
+        const u64 x = buf[fill - 32 + lane];
+        __syncwarp();
+        fill -= 32;
+        WarpMergeRun(q, x, lane);
+        thr = MinU64(WarpQueueWord(q, k - 1), bound);
+      }
+    }
+    if (last) {
+      if (fill > 0) {
+        const u64 x = lane < fill ? buf[lane] : kSentinel;
+        __syncwarp();
+        WarpMergeRun(q, x, lane);
+      }
+      const int64_t out0 = row * static_cast<int64_t>(k);
+      const RowView rv = GetRow(a, row);
+#pragma unroll
+      for (int j = 0; j < Q; ++j) {
+        const int i = j * 32 + lane;
+        if (i < k) {
+          DecodeWord(a, q[j], rv.src_row, rv.col0, &a.out_values[out0 + i],
+                     &a.out_indices[out0 + i]);
+        }
+        q[j] = kSentinel;
+      }
+      thr = bound = kSentinel;
+      fill = 0;
+      if (!more) break;
+    }
+    row = nrow;
+    rp = nrp;
+    cols = ncols;
+    vec = nvec;
+    base = nbase;
+#pragma unroll
+    for (int u = 0; u < U; ++u) cur[u] = nxt[u];
+  }
+}
+
+template <int KB>
+void LaunchWarpMergeQueueReg(const SelectArgs& a) {
+  using S = WarpMqRegShape<KB>;
+  auto kernel = WarpMergeQueueRegKernel<KB>;
+  PrepareSharedMemory(kernel, S::kShared, a);
+  const int per_sm = BlocksPerSm(kernel, 32 * S::kWarps, S::kShared, a);
+  const int64_t resident = static_cast<int64_t>(per_sm > 0 ? per_sm : 1) * a.sms;
+  const int64_t blocks = (a.rows + S::kWarps - 1) / S::kWarps;
+  // As many blocks as are resident at once, each warp's rows spread evenly over them.
+  const int64_t rounds = (blocks + resident - 1) / resident;
+  const int64_t n = (blocks + rounds - 1) / rounds;
+  kernel<<<static_cast<unsigned>(n), 32 * S::kWarps, S::kShared, a.stream>>>(a, 0);
+  FM_CUDA_CHECK_LAUNCH();
+}
+
 template <int KB>
 void LaunchWarpMergeQueue(const SelectArgs& a) {
+  if constexpr (KB <= 64) {
+    LaunchWarpMergeQueueReg<KB>(a);
+    return;
+  }
   using S = WarpMqShape<KB>;
   auto kernel = WarpMergeQueueKernel<KB>;
   PrepareSharedMemory(kernel, S::kShared, a);
