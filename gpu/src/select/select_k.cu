@@ -128,9 +128,13 @@ SelectAlgo ParseSelectAlgo(const std::string& name) {
 // (many rows of 2048 columns and more; at 8192 x 65536, k = 32, within 1 % of the merge queue) and
 // on rows of 2^18 columns and more (cut into pieces when they are few). The merge queue (one warp
 // per row) keeps k <= 64 on the other shapes, where quick multi-select would take one block per
-// short row. k above the largest bucket sorts whole rows.
+// short row, and every k up to 512 on rows shorter than the fused kernel's 512-word pivot sample
+// (on 1000 and 8192 rows of 128 to 384 columns at k = 65 to 512 it took 0.34-0.85 of quick
+// multi-select's time, from 512 columns on 1.07-3.2 times it; H200,
+// bench/results/select_short_rows_h200.jsonl). k above the largest bucket sorts whole rows.
 SelectAlgo ChooseSelectAlgo(int64_t rows, int64_t cols, int64_t k) {
   if (k > detail::kMaxSelectBucket) return SelectAlgo::kSortTruncate;
+  if (cols < 512 && k <= 512) return SelectAlgo::kMergeQueue;
   if (k > 64) return SelectAlgo::kQuickMultiSelect;
   if (rows >= 1024 && detail::QmsRowParallelFits(cols, k)) return SelectAlgo::kQuickMultiSelect;
   if (cols >= (int64_t{1} << 18)) return SelectAlgo::kQuickMultiSelect;

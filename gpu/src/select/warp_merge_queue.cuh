@@ -1,4 +1,4 @@
-// Merge queue k-selection, one warp per row (several rows per block), for k up to 1024 (k <= 64:
+// Merge queue k-selection, one warp per row (several rows per block), for k up to 1024 (k <= 128:
 // the queue in registers, the second half of this file).
 //
 // Each warp owns one row and a small piece of shared memory: the queue (the KB smallest words seen
@@ -211,9 +211,9 @@ __global__ void __launch_bounds__(32 * WarpMqShape<KB>::kWarps, WarpMqShape<KB>:
   }
 }
 
-// ---- the queue in registers (k <= 64) -----------------------------------------------------
+// ---- the queue in registers (k <= 128) ----------------------------------------------------
 //
-// For k <= 64 the queue fits the warp's registers: word j * 32 + lane of the queue in q[j] of
+// For k <= 128 the queue fits the warp's registers: word j * 32 + lane of the queue in q[j] of
 // that lane (KB / 32 words a lane). Candidates gather in the warp's shared buffer; each time 32
 // are there the warp sorts them across its lanes (a bitonic network of shuffles) and merges them
 // into the queue (min of the queue's last 32 words and the mirrored run, then a bitonic merge
@@ -223,14 +223,14 @@ __global__ void __launch_bounds__(32 * WarpMqShape<KB>::kWarps, WarpMqShape<KB>:
 // way while it finishes the last one.
 template <int KB>
 struct WarpMqRegShape {
-  static_assert(KB == 32 || KB == 64, "the queue in registers holds at most 64 words");
+  static_assert(KB == 32 || KB == 64 || KB == 128, "the queue in registers holds 32 to 128 words");
   static constexpr int kQ = KB / 32;                // queue words a lane
   static constexpr int kVec = 4;                    // float4 a lane a chunk
   static constexpr int kChunk = 32 * 4 * kVec;      // 512 columns a warp a chunk
   static constexpr int kWarps = 4;
-  // Eight blocks an SM (32 warps): ptxas then keeps 64 registers and spills 48 (k <= 32) or
-  // 80 (k <= 64) bytes, which ran 1-8 % faster on an H200 than six blocks without spills
-  // (bench/results/select_mq_registers_ab_h200.txt).
+  // Eight blocks an SM (32 warps): ptxas then keeps 64 registers and spills 48 / 80 / 112 bytes
+  // at k <= 32 / 64 / 128; at k <= 64 that ran 1-8 % faster on an H200 than six blocks without
+  // spills (bench/results/select_mq_registers_ab_h200.txt).
   static constexpr int kMinBlocks = 8;
   static constexpr int kBuf = 32 + kChunk;          // under 32 left + a whole chunk's candidates
   static constexpr int kShared = kWarps * kBuf * 8;
@@ -334,17 +334,23 @@ __global__ void __launch_bounds__(32 * WarpMqRegShape<KB>::kWarps,
     if (base == 0) {
       // Each lane's (KB / 32)-th smallest key of the chunk (padding past the row is NaN, the
       // largest key): the warp's largest of them has at least KB words at or under it.
-      unsigned k1 = 0xffffffffu, k2 = 0xffffffffu;
+      unsigned ks[Q];  // this lane's Q smallest keys, ascending
+#pragma unroll
+      for (int j = 0; j < Q; ++j) ks[j] = 0xffffffffu;
 #pragma unroll
       for (int u = 0; u < U; ++u) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const unsigned key = FloatKey(Lane4(cur[u], e));
-          if (Q == 2) k2 = min(k2, max(k1, key));
-          k1 = min(k1, key);
+          unsigned key = FloatKey(Lane4(cur[u], e));
+#pragma unroll
+          for (int j = 0; j < Q; ++j) {
+            const unsigned lo = min(ks[j], key);
+            key = max(ks[j], key);
+            ks[j] = lo;
+          }
         }
       }
-      unsigned lb = Q == 2 ? k2 : k1;
+      unsigned lb = ks[Q - 1];
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) lb = max(lb, __shfl_xor_sync(kFullMask, lb, o));
       bound = (static_cast<u64>(lb) << 32) | 0xffffffffull;
@@ -425,7 +431,7 @@ void LaunchWarpMergeQueueReg(const SelectArgs& a) {
 
 template <int KB>
 void LaunchWarpMergeQueue(const SelectArgs& a) {
-  if constexpr (KB <= 64) {
+  if constexpr (KB <= 128) {
     LaunchWarpMergeQueueReg<KB>(a);
     return;
   }
