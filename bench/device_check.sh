@@ -44,6 +44,10 @@ RACE="$RACE:*quick_multiselect_k31_dups_12k:*quick_multiselect_k32_rows_8k_misal
 # of 256 values).
 RACE="$RACE:*quick_multiselect_k256_levels_64k:*quick_multiselect_k1000_levels_40k_ids"
 RACE="$RACE:*quick_multiselect_k1000_levels_16k"
+# The merge queue's warps: the queue in registers (k <= 128) with its candidates in shared
+# memory, several rows a warp; the queue in shared memory above.
+RACE="$RACE:*merge_queue_k100_short_9k:*merge_queue_k64_short_9k_misaligned_ids"
+RACE="$RACE:*merge_queue_k256_mixed_8k"
 timeout 100 compute-sanitizer --tool racecheck --error-exitcode 9 $T --gtest_filter="$RACE" \
   --gtest_brief=1 > $OUT/racecheck.log 2>&1
 echo "== racecheck rc=$?"; tail -3 $OUT/racecheck.log

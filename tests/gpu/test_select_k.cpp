@@ -401,6 +401,16 @@ std::vector<Param> AllParams() {
                             nullptr, "256"}});
     }
   }
+  // Rows shorter than 512 columns, which auto gives the merge queue up to k = 512 (its queue in
+  // registers up to k = 128): more rows than there are warps resident, so each warp takes
+  // several rows one after the other; k under, equal to and over the row; an odd stride (rows
+  // not 16-byte aligned, loaded by scalars) with the caller's indices.
+  for (SelectAlgo a : {SelectAlgo::kMergeQueue, SelectAlgo::kAuto}) {
+    for (int64_t k : {100, 300, 500}) {
+      out.push_back({a, k, {"short_9k", 9000, 300, Fill::kMixed}});
+    }
+    out.push_back({a, 64, {"short_9k_misaligned_ids", 9000, 383, Fill::kDuplicates, 1, true}});
+  }
   // Past the largest bucket: the documented fallback.
   out.push_back({SelectAlgo::kQuickMultiSelect, 3000, {"random", 3, 5000, Fill::kRandom}});
   out.push_back(
