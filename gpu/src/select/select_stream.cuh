@@ -126,6 +126,20 @@ __device__ __forceinline__ u64 CandidateWord(const float4 (&cur)[U], int j, int6
   return Pack(FloatKey(v), base + ChunkOffset<T>(vec, j >> 2, j & 3, tid));
 }
 
+// Top level of the hierarchy: each float4's minimum against the threshold's value, voted over
+// the warp (one vote rejects the warp's 128 U columns). False where no lane's chunk can hold a
+// candidate; a NaN threshold (it may pass NaN words) skips the test. All 32 lanes must call it.
+template <int U>
+__device__ __forceinline__ bool WarpChunkMayHold(const float4 (&cur)[U], u64 thr) {
+  const unsigned thr_key = static_cast<unsigned>(thr >> 32);
+  const float thr_f = KeyToFloat(thr_key);
+  bool any = thr_key == 0xffffffffu;
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    any |= fminf(fminf(cur[u].x, cur[u].y), fminf(cur[u].z, cur[u].w)) <= thr_f;
+  return __any_sync(kFullMask, any);
+}
+
 // Filters one chunk (cur: this thread's U float4 of the chunk at column `base`) into buf from
 // position `start`, through the chunk's append counter `ctr`.
 template <int T, int U>
@@ -145,15 +159,7 @@ __device__ __forceinline__ void FilterChunk(const float4 (&cur)[U], int64_t base
     if (threadIdx.x == 0) *ctr = kChunk;
     return;
   }
-  // Top level of the hierarchy: each float4's minimum, voted over the warp (one vote rejects
-  // the warp's 128 U columns). A NaN threshold skips the vote (it may pass NaN words).
-  const unsigned thr_key = static_cast<unsigned>(thr >> 32);
-  const float thr_f = KeyToFloat(thr_key);
-  bool any = thr_key == 0xffffffffu;
-#pragma unroll
-  for (int u = 0; u < U; ++u)
-    any |= fminf(fminf(cur[u].x, cur[u].y), fminf(cur[u].z, cur[u].w)) <= thr_f;
-  if (!__any_sync(kFullMask, any)) return;  // the warp's chunk holds no candidate
+  if (!WarpChunkMayHold(cur, thr)) return;  // the warp's chunk holds no candidate
   unsigned bits = CandidateBits<T, U>(cur, base, cols, vec, thr);
   // A thread with candidates reserves its slots with one shared atomic and writes them; most
   // threads have none, and those that do rarely have more than one.

@@ -357,13 +357,7 @@ __global__ void __launch_bounds__(32 * WarpMqRegShape<KB>::kWarps,
       thr = bound;
     }
     // Top of the partition: each float4's minimum against the threshold, one vote a chunk.
-    const unsigned thr_key = static_cast<unsigned>(thr >> 32);
-    const float thr_f = KeyToFloat(thr_key);
-    bool any = thr_key == 0xffffffffu;
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      any |= fminf(fminf(cur[u].x, cur[u].y), fminf(cur[u].z, cur[u].w)) <= thr_f;
-    if (__any_sync(kFullMask, any)) {
+    if (WarpChunkMayHold(cur, thr)) {
       unsigned bits = CandidateBits<32, U>(cur, base, cols, vec, thr, lane);
       const int c = __popc(bits);
       const int incl = WarpInclusiveSum(c);
