@@ -61,13 +61,13 @@ template <int KB>
 void LaunchMergeQueue(const SelectArgs& a) {
   if constexpr (KB <= kMaxWarpMergeQueue) {
     LaunchWarpMergeQueue<KB>(a);
-    return;
+  } else {
+    constexpr int T = 256, U = 4;
+    using C = MergeQueueConfig<KB, T, U>;
+    auto kernel = MergeQueueKernel<KB, T, U>;
+    PrepareSharedMemory(kernel, C::kShared, a);
+    LaunchPerRow(kernel, T, C::kShared, a);
   }
-  constexpr int T = 256, U = 4;
-  using C = MergeQueueConfig<KB, T, U>;
-  auto kernel = MergeQueueKernel<KB, T, U>;
-  PrepareSharedMemory(kernel, C::kShared, a);
-  LaunchPerRow(kernel, T, C::kShared, a);
 }
 
 }  // namespace fm::gpu::detail

@@ -1167,7 +1167,7 @@ int QmsBlockRowRank(int64_t cols, int k, int sample) {
 // The words of the fused kernel's pivot sample: 512 on rows of up to 16384 columns (the list
 // absorbs the extra survivors), else as the filter's (QmsSplitSample).
 inline int QmsBlockRowSample(int64_t cols, int64_t k) {
-  return cols <= 16384 ? 512 : QmsSplitSample(cols, k);
+  return cols <= 16384 ? kBlockRowSample : QmsSplitSample(cols, k);
 }
 
 // Whether the fused kernel can take the rows: up to kBlockRowMaxCols columns, its shared memory

@@ -465,6 +465,9 @@ __host__ __device__ inline int QmsSplitCap(int64_t cols, int64_t k) {
 // The longest rows quick multi-select's fused filter-and-finish kernel takes (its survivor
 // list keeps 16-bit columns).
 constexpr int64_t kBlockRowMaxCols = 65536;
+// The words of the fused kernel's pivot sample on rows of up to 16384 columns (QmsBlockRowSample):
+// shorter rows cannot draw it, and quick multi-select then selects each row by one block.
+constexpr int kBlockRowSample = 512;
 
 // Whether rows of `cols` suit the row-parallel quick multi-select for k: long enough to sample,
 // and a sampled pivot expected to leave at most half the survivor list (QmsSplitCap; the

@@ -134,7 +134,7 @@ SelectAlgo ParseSelectAlgo(const std::string& name) {
 // bench/results/select_short_rows_h200.jsonl). k above the largest bucket sorts whole rows.
 SelectAlgo ChooseSelectAlgo(int64_t rows, int64_t cols, int64_t k) {
   if (k > detail::kMaxSelectBucket) return SelectAlgo::kSortTruncate;
-  if (cols < 512 && k <= 512) return SelectAlgo::kMergeQueue;
+  if (cols < detail::kBlockRowSample && k <= 512) return SelectAlgo::kMergeQueue;
   if (k > 64) return SelectAlgo::kQuickMultiSelect;
   if (rows >= 1024 && detail::QmsRowParallelFits(cols, k)) return SelectAlgo::kQuickMultiSelect;
   if (cols >= (int64_t{1} << 18)) return SelectAlgo::kQuickMultiSelect;

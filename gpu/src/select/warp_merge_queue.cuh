@@ -29,10 +29,11 @@ constexpr int kMaxWarpMergeQueue = 1024;
 
 template <int KB>
 struct WarpMqShape {
-  static constexpr int kBuf = KB < 128 ? 128 : KB;        // candidate buffer (>= 128: one group)
+  static_assert(KB > 128, "k <= 128 keep the queue in registers (WarpMqRegShape)");
+  static constexpr int kBuf = KB;                         // candidate buffer
   static constexpr int kVec = KB <= 256 ? 8 : 4;          // float4 per lane per chunk
   static constexpr int kWarps = 4;                        // rows per block
-  static constexpr int kMinBlocks = KB <= 256 ? 6 : KB <= 512 ? 6 : 4;
+  static constexpr int kMinBlocks = KB <= 512 ? 6 : 4;
   static constexpr int kChunk = 32 * 4 * kVec;
   static constexpr int kSharedPerWarp = (KB + kBuf) * 8;
   static constexpr int kShared = kWarps * kSharedPerWarp;
@@ -427,18 +428,18 @@ template <int KB>
 void LaunchWarpMergeQueue(const SelectArgs& a) {
   if constexpr (KB <= 128) {
     LaunchWarpMergeQueueReg<KB>(a);
-    return;
-  }
-  using S = WarpMqShape<KB>;
-  auto kernel = WarpMergeQueueKernel<KB>;
-  PrepareSharedMemory(kernel, S::kShared, a);
-  constexpr int64_t kMaxGrid = int64_t{1} << 30;
-  const int64_t blocks = (a.rows + S::kWarps - 1) / S::kWarps;
-  for (int64_t b0 = 0; b0 < blocks; b0 += kMaxGrid) {
-    const int64_t n = blocks - b0 < kMaxGrid ? blocks - b0 : kMaxGrid;
-    kernel<<<static_cast<unsigned>(n), 32 * S::kWarps, S::kShared, a.stream>>>(a,
-                                                                               b0 * S::kWarps);
-    FM_CUDA_CHECK_LAUNCH();
+  } else {
+    using S = WarpMqShape<KB>;
+    auto kernel = WarpMergeQueueKernel<KB>;
+    PrepareSharedMemory(kernel, S::kShared, a);
+    constexpr int64_t kMaxGrid = int64_t{1} << 30;
+    const int64_t blocks = (a.rows + S::kWarps - 1) / S::kWarps;
+    for (int64_t b0 = 0; b0 < blocks; b0 += kMaxGrid) {
+      const int64_t n = blocks - b0 < kMaxGrid ? blocks - b0 : kMaxGrid;
+      kernel<<<static_cast<unsigned>(n), 32 * S::kWarps, S::kShared, a.stream>>>(
+          a, b0 * S::kWarps);
+      FM_CUDA_CHECK_LAUNCH();
+    }
   }
 }
 
