@@ -393,6 +393,44 @@ void SelectLongRowsAsPieces(SelectAlgo use, const SelectArgs& a, int64_t len) {
   FM_CUDA_CHECK_LAUNCH();
 }
 
+// Rows of a k above their length, selected whole into a workspace: out row r is its cols words
+// (ascending) then k - cols of padding (+inf, -1). One thread an output word.
+__global__ void PadSelectedRowsKernel(const float* values, const int64_t* indices, int64_t rows,
+                                      int64_t cols, int64_t k, float* out_values,
+                                      int64_t* out_indices) {
+  const int64_t n = rows * k;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < n;
+       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = t / k, j = t - r * k;
+    if (j < cols) {
+      out_values[t] = values[r * cols + j];
+      out_indices[t] = indices[r * cols + j];
+    } else {
+      out_values[t] = __int_as_float(0x7f800000);
+      out_indices[t] = -1;
+    }
+  }
+}
+
+// The workspace of the rows selected whole, at most this many bytes a batch of rows.
+constexpr int64_t kPadBatchBytes = int64_t{64} << 20;
+
+// For k above the row length (every word of a row among its k smallest): whether the rows are
+// selected whole (k = cols) into a workspace and copied out with their padding, rather than by
+// the kernels for k, which sort and write k words a row in the bucket of k. Measured on an H200
+// (bench/results/select_k_above_cols_h200.txt, 1000 and 8192 rows of 40 to 2000 columns, k = 513
+// to 3000): quick multi-select and auto gain on every shape (8192 x 128 at k = 1024 0.50 ->
+// 0.11 ms, 8192 x 2000 at k = 2048 1.01 -> 0.46), the merge queue and the truncated bitonic sort
+// where cols falls in a smaller bucket than k (8192 x 511 at k = 1024 0.39 -> 0.25 ms), and lose
+// 8-16 % where both share one (the copy added to the same kernel). Sorting whole rows gains
+// nothing from it; rows of no columns are all padding.
+bool SelectWholeRowsThenPad(SelectAlgo algo, int64_t cols, int64_t k) {
+  if (cols == 0) return true;
+  if (cols > kMaxSelectBucket || algo == SelectAlgo::kSortTruncate) return false;
+  if (algo == SelectAlgo::kAuto || algo == SelectAlgo::kQuickMultiSelect) return true;
+  return k > kMaxSelectBucket || SelectBucket(cols) < SelectBucket(k);
+}
+
 }  // namespace
 
 void select_k(const Resources& res, const float* distances, int64_t rows, int64_t cols,
@@ -427,6 +465,33 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
     default: throw std::invalid_argument("select_k: unknown SelectAlgo value");
   }
   if (rows == 0) return;
+
+  if (k > cols && SelectWholeRowsThenPad(algo, cols, k)) {
+    // The rows selected whole into a workspace, a batch at a time, then copied out padded.
+    DeviceScope scope(res.device());
+    const cudaStream_t stream = AsStream(res.stream());
+    const int64_t per_row = cols * static_cast<int64_t>(sizeof(float) + sizeof(int64_t));
+    const int64_t batch =
+        cols == 0 ? rows : std::min(rows, std::max<int64_t>(1, kPadBatchBytes / per_row));
+    char* ws = cols == 0 ? nullptr
+                         : static_cast<char*>(SelectWorkspace(
+                               static_cast<size_t>(batch * per_row) + 256, stream, 2));
+    int64_t* ws_indices = reinterpret_cast<int64_t*>(ws);
+    float* ws_values = reinterpret_cast<float*>(ws + batch * cols * sizeof(int64_t));
+    for (int64_t r0 = 0; r0 < rows; r0 += batch) {
+      const int64_t n = std::min(batch, rows - r0);
+      if (cols > 0) {
+        select_k(res, distances + r0 * row_stride, n, cols, row_stride, cols, algo, ws_values,
+                 ws_indices, in_indices ? in_indices + r0 * row_stride : nullptr);
+      }
+      const int64_t words = n * k;
+      const int64_t blocks = std::min<int64_t>((words + 255) / 256, int64_t{1} << 20);
+      PadSelectedRowsKernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
+          ws_values, ws_indices, n, cols, k, out_values + r0 * k, out_indices + r0 * k);
+      FM_CUDA_CHECK_LAUNCH();
+    }
+    return;
+  }
 
   SelectAlgo use = algo == SelectAlgo::kAuto ? ChooseSelectAlgo(rows, cols, k) : algo;
   // Documented fallback: the bucketed kernels stop at k = 2048; larger k sort whole rows.
