@@ -475,5 +475,23 @@ TEST(SelectAlgoNames, RoundTrip) {
   EXPECT_NE(ChooseSelectAlgo(8192, 65536, 4096), SelectAlgo::kAuto);
 }
 
+// The measured rule of kAuto at the edges its benchmarks drew (select_k.cu; no device needed).
+TEST(SelectAuto, ChoosesAsMeasured) {
+  const SelectAlgo mq = SelectAlgo::kMergeQueue, qms = SelectAlgo::kQuickMultiSelect;
+  EXPECT_EQ(ChooseSelectAlgo(8192, 8192, 32), qms);   // many rows, row-parallel
+  EXPECT_EQ(ChooseSelectAlgo(8192, 256, 100), mq);    // under the 512-word pivot sample
+  EXPECT_EQ(ChooseSelectAlgo(8192, 511, 512), mq);
+  EXPECT_EQ(ChooseSelectAlgo(8192, 512, 100), qms);
+  // Few rows at k <= 64: quick multi-select from 4096 to 65535 columns, the merge queue around.
+  EXPECT_EQ(ChooseSelectAlgo(300, 3000, 32), mq);
+  EXPECT_EQ(ChooseSelectAlgo(300, 4096, 32), qms);
+  EXPECT_EQ(ChooseSelectAlgo(10, 30000, 1), qms);
+  EXPECT_EQ(ChooseSelectAlgo(1000, 65535, 64), qms);
+  EXPECT_EQ(ChooseSelectAlgo(500, 65536, 32), mq);
+  EXPECT_EQ(ChooseSelectAlgo(500, 65536, 65), qms);
+  EXPECT_EQ(ChooseSelectAlgo(100, int64_t{1} << 18, 32), qms);
+  EXPECT_EQ(ChooseSelectAlgo(100, 8192, 4096), SelectAlgo::kSortTruncate);
+}
+
 }  // namespace
 }  // namespace fm::gpu

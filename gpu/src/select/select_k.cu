@@ -131,12 +131,22 @@ SelectAlgo ParseSelectAlgo(const std::string& name) {
 // short row, and every k up to 512 on rows shorter than the fused kernel's 512-word pivot sample
 // (on 1000 and 8192 rows of 128 to 384 columns at k = 65 to 512 it took 0.34-0.85 of quick
 // multi-select's time, from 512 columns on 1.07-3.2 times it; H200,
-// bench/results/select_short_rows_h200.jsonl). k above the largest bucket sorts whole rows.
+// bench/results/select_short_rows_h200.jsonl). On fewer than 1024 rows quick multi-select takes
+// k <= 64 too from 4096 to 65535 columns (H200, bench/results/select_auto_few_rows_h200.txt: on
+// 10 to 1000 rows at k = 1 / 32 / 64 `auto` took 0.20-0.95 of its former time up to 32767
+// columns; at 32768 and 49152 the merge queue took 1.05-2.2 times quick multi-select's time but
+// on 300 rows of 49152 at k <= 32, 0.87-0.99; on 3000 and 65536 columns it is as fast or faster
+// for some row counts and keeps them). k above the largest bucket sorts whole rows.
 SelectAlgo ChooseSelectAlgo(int64_t rows, int64_t cols, int64_t k) {
   if (k > detail::kMaxSelectBucket) return SelectAlgo::kSortTruncate;
   if (cols < detail::kBlockRowSample && k <= 512) return SelectAlgo::kMergeQueue;
   if (k > 64) return SelectAlgo::kQuickMultiSelect;
   if (rows >= 1024 && detail::QmsRowParallelFits(cols, k)) return SelectAlgo::kQuickMultiSelect;
+  // Fewer rows: the merge queue runs a warp a row (rows under 32768 columns are not cut into
+  // pieces), a fraction of the warps the device holds.
+  if (cols >= 4096 && cols < 65536 && detail::QmsRowParallelFits(cols, k)) {
+    return SelectAlgo::kQuickMultiSelect;
+  }
   if (cols >= (int64_t{1} << 18)) return SelectAlgo::kQuickMultiSelect;
   return SelectAlgo::kMergeQueue;
 }
