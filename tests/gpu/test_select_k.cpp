@@ -482,14 +482,18 @@ TEST(SelectAuto, ChoosesAsMeasured) {
   EXPECT_EQ(ChooseSelectAlgo(8192, 256, 100), mq);    // under the 512-word pivot sample
   EXPECT_EQ(ChooseSelectAlgo(8192, 511, 512), mq);
   EXPECT_EQ(ChooseSelectAlgo(8192, 512, 100), qms);
-  // Few rows at k <= 64: quick multi-select from 4096 to 65535 columns, the merge queue around.
+  // Fewer than 1024 rows at k <= 64: quick multi-select from 4096 columns on.
   EXPECT_EQ(ChooseSelectAlgo(300, 3000, 32), mq);
   EXPECT_EQ(ChooseSelectAlgo(300, 4096, 32), qms);
   EXPECT_EQ(ChooseSelectAlgo(10, 30000, 1), qms);
-  EXPECT_EQ(ChooseSelectAlgo(1000, 65535, 64), qms);
-  EXPECT_EQ(ChooseSelectAlgo(500, 65536, 32), mq);
+  EXPECT_EQ(ChooseSelectAlgo(1, 100000, 64), qms);
   EXPECT_EQ(ChooseSelectAlgo(500, 65536, 65), qms);
   EXPECT_EQ(ChooseSelectAlgo(100, int64_t{1} << 18, 32), qms);
+  // 1024 to 4095 rows of under 3072 columns at k <= 32: the merge queue.
+  EXPECT_EQ(ChooseSelectAlgo(2048, 3000, 32), mq);
+  EXPECT_EQ(ChooseSelectAlgo(2048, 3000, 64), qms);
+  EXPECT_EQ(ChooseSelectAlgo(2048, 3072, 8), qms);
+  EXPECT_EQ(ChooseSelectAlgo(4096, 2048, 1), qms);
   EXPECT_EQ(ChooseSelectAlgo(100, 8192, 4096), SelectAlgo::kSortTruncate);
 }
 

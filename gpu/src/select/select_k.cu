@@ -132,21 +132,22 @@ SelectAlgo ParseSelectAlgo(const std::string& name) {
 // (on 1000 and 8192 rows of 128 to 384 columns at k = 65 to 512 it took 0.34-0.85 of quick
 // multi-select's time, from 512 columns on 1.07-3.2 times it; H200,
 // bench/results/select_short_rows_h200.jsonl). On fewer than 1024 rows quick multi-select takes
-// k <= 64 too from 4096 to 65535 columns (H200, bench/results/select_auto_few_rows_h200.txt: on
-// 10 to 1000 rows at k = 1 / 32 / 64 `auto` took 0.20-0.95 of its former time up to 32767
-// columns; at 32768 and 49152 the merge queue took 1.05-2.2 times quick multi-select's time but
-// on 300 rows of 49152 at k <= 32, 0.87-0.99; on 3000 and 65536 columns it is as fast or faster
-// for some row counts and keeps them). k above the largest bucket sorts whole rows.
+// k <= 64 too from 4096 columns on, and the merge queue k <= 32 on 1024 to 4095 rows of under
+// 3072 columns (H200, bench/results/select_auto_few_rows_h200.txt: on 1 to 1000 rows at k <= 64
+// the merge queue took up to 5.1 times quick multi-select's time from 4096 columns on, in most
+// cells 1.0 or more, 0.66-0.99 in some, 300 to 700 rows of 65536 columns at k <= 32 the most; on
+// 1024 and 2048 rows of 2048 and 3000 columns at k <= 32 0.77-0.95, from 4096 rows 1.02-1.35).
+// k above the largest bucket sorts whole rows.
 SelectAlgo ChooseSelectAlgo(int64_t rows, int64_t cols, int64_t k) {
   if (k > detail::kMaxSelectBucket) return SelectAlgo::kSortTruncate;
   if (cols < detail::kBlockRowSample && k <= 512) return SelectAlgo::kMergeQueue;
   if (k > 64) return SelectAlgo::kQuickMultiSelect;
-  if (rows >= 1024 && detail::QmsRowParallelFits(cols, k)) return SelectAlgo::kQuickMultiSelect;
+  const bool fits = detail::QmsRowParallelFits(cols, k);
+  if (rows >= 4096 && fits) return SelectAlgo::kQuickMultiSelect;
+  if (rows >= 1024 && fits && (cols >= 3072 || k > 32)) return SelectAlgo::kQuickMultiSelect;
   // Fewer rows: the merge queue runs a warp a row (rows under 32768 columns are not cut into
   // pieces), a fraction of the warps the device holds.
-  if (cols >= 4096 && cols < 65536 && detail::QmsRowParallelFits(cols, k)) {
-    return SelectAlgo::kQuickMultiSelect;
-  }
+  if (cols >= 4096 && fits) return SelectAlgo::kQuickMultiSelect;
   if (cols >= (int64_t{1} << 18)) return SelectAlgo::kQuickMultiSelect;
   return SelectAlgo::kMergeQueue;
 }
