@@ -412,12 +412,12 @@ std::vector<Param> AllParams() {
     out.push_back({a, 64, {"short_9k_misaligned_ids", 9000, 383, Fill::kDuplicates, 1, true}});
   }
   // k above the row length: the rows selected whole (k = cols) into a workspace, a batch of rows
-  // at a time (64 MiB: 5592 rows of 1000 columns), then copied out with their padding (every
-  // algorithm but the sort, whose rows are in a smaller bucket than k). 7000 misaligned rows
-  // with the caller's indices (two batches, the second's rows and indices offset); k past the
+  // at a time (64 MiB: 5592 rows of 1000 columns), then copied out with their padding; every
+  // algorithm but the sort takes that way on these three shapes. 7000 misaligned rows with the
+  // caller's indices at k = 2048 (two batches, the second's rows and indices offset); k past the
   // largest bucket over 700 columns (the bucketed algorithms still select the rows, the sort
-  // fallback is not needed); rows of no columns (padding only). (Rows in the bucket of k, taken
-  // this way by quick multi-select and auto only: "random" at k = 1024, "n_km1".)
+  // fallback is not needed); rows of no columns (padding only, the sort too). (Rows in the bucket
+  // of k, taken this way by quick multi-select and auto only: "random" at k = 1024, "n_km1".)
   for (SelectAlgo a : {SelectAlgo::kTruncatedBitonic, SelectAlgo::kMergeQueue,
                        SelectAlgo::kQuickMultiSelect, SelectAlgo::kSortTruncate,
                        SelectAlgo::kAuto}) {
