@@ -542,7 +542,10 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
     const int64_t min_len = MinPieceLen(k);
     if (rows < want && cols >= 2 * min_len) {
       int64_t pieces = std::min((want + rows - 1) / rows, cols / min_len);
-      int64_t len = (cols / pieces + 3) / 4 * 4;
+      // Rounded down to a multiple of 4, so that cols / len keeps the count (rounded up, it had
+      // lost a piece wherever 4 x pieces did not divide cols, and the last piece was nearly twice
+      // the others: bench/results/select_pieces_rounding_h200.txt).
+      const int64_t len = cols / pieces / 4 * 4;
       pieces = std::max<int64_t>(1, cols / len);  // the last piece takes the rest (>= len)
       if (pieces > 1) {
         const PieceResults mid = PieceResultsWorkspace(rows * pieces * k, a.stream);
