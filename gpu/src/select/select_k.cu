@@ -482,11 +482,9 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
     DeviceScope scope(res.device());
     const cudaStream_t stream = AsStream(res.stream());
     const int64_t per_row = cols * static_cast<int64_t>(sizeof(float) + sizeof(int64_t));
-    const int64_t batch =
-        cols == 0 ? rows : std::min(rows, std::max<int64_t>(1, kPadBatchBytes / per_row));
-    char* ws = cols == 0 ? nullptr
-                         : static_cast<char*>(SelectWorkspace(
-                               static_cast<size_t>(batch * per_row) + 256, stream, 2));
+    const int64_t batch = std::min(rows, kPadBatchBytes / std::max<int64_t>(per_row, 1));
+    char* ws = static_cast<char*>(
+        SelectWorkspace(static_cast<size_t>(batch * per_row) + 256, stream, 2));
     int64_t* ws_indices = reinterpret_cast<int64_t*>(ws);
     float* ws_values = reinterpret_cast<float*>(ws + batch * cols * sizeof(int64_t));
     for (int64_t r0 = 0; r0 < rows; r0 += batch) {

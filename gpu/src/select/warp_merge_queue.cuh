@@ -237,25 +237,11 @@ struct WarpMqRegShape {
   static constexpr int kShared = kWarps * kBuf * 8;
 };
 
-// x sorted ascending across the warp (lane i holds the i-th smallest).
-__device__ __forceinline__ u64 WarpSort32(u64 x, int lane) {
-#pragma unroll
-  for (int size = 2; size <= 32; size <<= 1) {
-#pragma unroll
-    for (int s = size >> 1; s > 0; s >>= 1) {
-      const u64 y = __shfl_xor_sync(kFullMask, x, s);
-      const bool take_max = ((lane & s) != 0) != ((lane & size) != 0 && size < 32);
-      x = take_max ? MaxU64(x, y) : MinU64(x, y);
-    }
-  }
-  return x;
-}
-
 // The KB smallest of the queue q (ascending, word j * 32 + lane in q[j]) and the 32 words x
 // (one a lane, any order) into q.
 template <int Q>
 __device__ __forceinline__ void WarpMergeRun(u64 (&q)[Q], u64 x, int lane) {
-  x = WarpSort32(x, lane);
+  x = WarpBitonicSort(x);
   q[Q - 1] = MinU64(q[Q - 1], __shfl_sync(kFullMask, x, 31 - lane));
 #pragma unroll
   for (int t = Q / 2; t >= 1; t >>= 1) {
