@@ -300,6 +300,9 @@ const Shape kShapes[] = {
     {"mixed_rows", 300, 20000, Fill::kMixed},
     {"many_rows", 8192, 40, Fill::kRandom},
     {"big_n1m", 2, 1048576, Fill::kRandom},
+    // One long row: cut into pieces (quick multi-select's row-parallel path takes two rows and
+    // more), k selected in each, then again over the pieces' results.
+    {"one_row_64k", 1, 65536, Fill::kMixed},
 };
 
 std::vector<Param> AllParams() {
@@ -327,6 +330,15 @@ std::vector<Param> AllParams() {
     // columns).
     for (int64_t k : {500, 1000}) {
       out.push_back({a, k, {"long_levels", 800, 131072, Fill::kLevels}});
+    }
+  }
+  // Fewer rows than fill the device, of up to 65536 columns: quick multi-select takes them
+  // row-parallel, uncut; with refused rows, and misaligned rows with the caller's indices and
+  // NaN/inf.
+  for (SelectAlgo a : {SelectAlgo::kQuickMultiSelect, SelectAlgo::kAuto}) {
+    for (int64_t k : {1, 32, 256, 1000, 2048}) {
+      out.push_back({a, k, {"few_rows_48k", 300, 49152, Fill::kMixed}});
+      out.push_back({a, k, {"few_rows_64k_ids", 500, 65536, Fill::kInfNan, 3, true}});
     }
   }
   // Rows enough that the pivot kernel takes more than one wave of blocks (on an H100 5280 rows

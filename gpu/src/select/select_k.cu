@@ -99,6 +99,19 @@ void Launch(SelectAlgo use, const SelectArgs& a) {
   }
 }
 
+// Whether quick multi-select takes the rows of `a` by its row-parallel path at a's bucket of k.
+bool QmsTakesRowParallelAt(const SelectArgs& a) {
+  switch (SelectBucket(a.k)) {
+    case 32: return QmsTakesRowParallel<32>(a);
+    case 64: return QmsTakesRowParallel<64>(a);
+    case 128: return QmsTakesRowParallel<128>(a);
+    case 256: return QmsTakesRowParallel<256>(a);
+    case 512: return QmsTakesRowParallel<512>(a);
+    case 1024: return QmsTakesRowParallel<1024>(a);
+    default: return QmsTakesRowParallel<2048>(a);
+  }
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -135,8 +148,11 @@ SelectAlgo ParseSelectAlgo(const std::string& name) {
 // k <= 64 too from 4096 columns on, and the merge queue k <= 32 on 1024 to 4095 rows of under
 // 3072 columns (H200, bench/results/select_auto_few_rows_h200.txt: on 1 to 1000 rows at k <= 64
 // the merge queue took up to 5.1 times quick multi-select's time from 4096 columns on, in most
-// cells 1.0 or more, 0.66-0.99 in some, 300 to 700 rows of 65536 columns at k <= 32 the most; on
-// 1024 and 2048 rows of 2048 and 3000 columns at k <= 32 0.77-0.95, from 4096 rows 1.02-1.35).
+// cells 1.0 or more, 0.66-0.99 in some, 300 to 700 rows of 65536 columns at k <= 32 the most,
+// where quick multi-select then cut its rows into pieces: uncut it takes 0.34-0.83 of the merge
+// queue's time on 100 to 791 rows of 32768 to 65536 columns at k <= 32,
+// select_qms_few_rows_uncut_h200.txt; on 1024 and 2048 rows of 2048 and 3000 columns at k <= 32
+// 0.77-0.95, from 4096 rows 1.02-1.35).
 // k above the largest bucket sorts whole rows.
 SelectAlgo ChooseSelectAlgo(int64_t rows, int64_t cols, int64_t k) {
   if (k > detail::kMaxSelectBucket) return SelectAlgo::kSortTruncate;
@@ -534,11 +550,17 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
     // by the fused kernel above): cut each row into pieces (each at
     // least 16384 and 8k columns, a multiple of 4 so 16-byte loads stay aligned), select k in
     // every piece, then select k again over the pieces' results, carrying their indices.
-    // Launch rows that fill the GPU: the warp-per-row merge queue needs about 32 per SM.
+    // Launch rows that fill the GPU: the warp-per-row merge queue needs about 32 per SM. Quick
+    // multi-select's row-parallel path takes rows of up to kBlockRowMaxCols columns uncut, however
+    // few (cut, their pieces were selected a block each; H200, 2 to 791 rows of 32768 to 65536
+    // columns: uncut 0.42-0.88 of the time at k <= 64, 0.35-0.71 at k = 128 / 256, 0.18-0.54 at
+    // k = 1024; bench/results/select_qms_few_rows_uncut_h200.txt).
     const bool warp_rows = use == SelectAlgo::kMergeQueue && k <= 1024;
     const int64_t want = warp_rows ? 32 * static_cast<int64_t>(sms) : WantRows(a);
     const int64_t min_len = MinPieceLen(k);
-    if (rows < want && cols >= 2 * min_len) {
+    const bool uncut = use == SelectAlgo::kQuickMultiSelect && cols <= kBlockRowMaxCols &&
+                       QmsTakesRowParallelAt(a);
+    if (rows < want && cols >= 2 * min_len && !uncut) {
       int64_t pieces = std::min((want + rows - 1) / rows, cols / min_len);
       // Rounded down to a multiple of 4, so that cols / len keeps the count (rounded up, it had
       // lost a piece wherever 4 x pieces did not divide cols, and the last piece was nearly twice
