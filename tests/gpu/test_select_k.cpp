@@ -340,6 +340,11 @@ std::vector<Param> AllParams() {
       out.push_back({a, k, {"few_rows_48k", 300, 49152, Fill::kMixed}});
       out.push_back({a, k, {"few_rows_64k_ids", 500, 65536, Fill::kInfNan, 3, true}});
     }
+    // Longer, of a length the long rows' pieces cannot divide: uncut from 100 rows, cut below.
+    for (int64_t k : {1, 32, 256, 1000}) {
+      out.push_back({a, k, {"few_long_rows_odd", 150, 100003, Fill::kMixed}});
+      out.push_back({a, k, {"fewer_long_rows_odd", 40, 100003, Fill::kDuplicates}});
+    }
   }
   // Rows enough that the pivot kernel takes more than one wave of blocks (on an H100 5280 rows
   // with a 512-word sample, 3168 with 1024 or 2048 words): the fused kernel then starts each row

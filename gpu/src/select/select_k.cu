@@ -236,6 +236,11 @@ int64_t LongRowPieceLen(int64_t rows, int64_t cols, int64_t k, int64_t want) {
 // Launch rows that fill the GPU for quick multi-select's one-block and fused paths.
 int64_t WantRows(const SelectArgs& a) { return 6 * static_cast<int64_t>(a.sms); }
 
+// Few rows longer than kBlockRowMaxCols that quick multi-select takes uncut (where they are not
+// taken as pieces): at least kUncutMinRows of up to kUncutMaxCols columns (select_k).
+constexpr int64_t kUncutMinRows = 100;
+constexpr int64_t kUncutMaxCols = int64_t{1} << 18;
+
 // The second pass over the pieces, where a row's results fit shared memory: its `pieces` runs of
 // k words, each ascending by (value, column), the pieces in column order. The k-th smallest key
 // is found by bisection over the keys (the words at or under a key counted by a binary search in
@@ -554,12 +559,18 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
     // multi-select's row-parallel path takes rows of up to kBlockRowMaxCols columns uncut, however
     // few (cut, their pieces were selected a block each; H200, 2 to 791 rows of 32768 to 65536
     // columns: uncut 0.42-0.88 of the time at k <= 64, 0.35-0.71 at k = 128 / 256, 0.18-0.54 at
-    // k = 1024; bench/results/select_qms_few_rows_uncut_h200.txt).
+    // k = 1024; bench/results/select_qms_few_rows_uncut_h200.txt), and from 100 rows those of up
+    // to kUncutMaxCols the long rows' pieces did not take (100 to 700 rows of 65537 to 262143
+    // columns 0.23-0.82; 8 rows of 100003 0.94-1.16, 2 rows of 4000037 at k <= 32 44 times as
+    // long, their warp finishes over long survivor lists; select_qms_few_long_rows_uncut_h200
+    // .txt).
     const bool warp_rows = use == SelectAlgo::kMergeQueue && k <= 1024;
     const int64_t want = warp_rows ? 32 * static_cast<int64_t>(sms) : WantRows(a);
     const int64_t min_len = MinPieceLen(k);
-    const bool uncut = use == SelectAlgo::kQuickMultiSelect && cols <= kBlockRowMaxCols &&
-                       QmsTakesRowParallelAt(a);
+    const bool uncut =
+        use == SelectAlgo::kQuickMultiSelect &&
+        (cols <= kBlockRowMaxCols || (rows >= kUncutMinRows && cols <= kUncutMaxCols)) &&
+        QmsTakesRowParallelAt(a);
     if (rows < want && cols >= 2 * min_len && !uncut) {
       int64_t pieces = std::min((want + rows - 1) / rows, cols / min_len);
       // Rounded down to a multiple of 4, so that cols / len keeps the count (rounded up, it had
