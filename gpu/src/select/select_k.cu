@@ -562,8 +562,8 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
     // k = 1024; bench/results/select_qms_few_rows_uncut_h200.txt), and from 100 rows those of up
     // to kUncutMaxCols the long rows' pieces did not take (100 to 700 rows of 65537 to 262143
     // columns 0.23-0.82; 8 rows of 100003 0.94-1.16, 2 rows of 4000037 at k <= 32 44 times as
-    // long, their warp finishes over long survivor lists; select_qms_few_long_rows_uncut_h200
-    // .txt).
+    // long, likely their warp finishes over long survivor lists;
+    // select_qms_few_long_rows_uncut_h200.txt).
     const bool warp_rows = use == SelectAlgo::kMergeQueue && k <= 1024;
     const int64_t want = warp_rows ? 32 * static_cast<int64_t>(sms) : WantRows(a);
     const int64_t min_len = MinPieceLen(k);
