@@ -1456,9 +1456,4 @@ void LaunchQuickMultiSelect(const SelectArgs& a) {
   }
 }
 
-template <int KB>
-bool QmsTakesRowParallel(const SelectArgs& a) {
-  return QmsSplitSuits<KB>(a);
-}
-
 }  // namespace fm::gpu::detail

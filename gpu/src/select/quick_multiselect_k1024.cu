@@ -3,5 +3,5 @@
 
 namespace fm::gpu::detail {
 template void LaunchQuickMultiSelect<1024>(const SelectArgs&);
-template bool QmsTakesRowParallel<1024>(const SelectArgs&);
+template bool QmsSplitSuits<1024>(const SelectArgs&);
 }  // namespace fm::gpu::detail

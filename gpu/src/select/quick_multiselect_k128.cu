@@ -3,5 +3,5 @@
 
 namespace fm::gpu::detail {
 template void LaunchQuickMultiSelect<128>(const SelectArgs&);
-template bool QmsTakesRowParallel<128>(const SelectArgs&);
+template bool QmsSplitSuits<128>(const SelectArgs&);
 }  // namespace fm::gpu::detail

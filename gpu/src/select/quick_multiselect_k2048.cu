@@ -3,5 +3,5 @@
 
 namespace fm::gpu::detail {
 template void LaunchQuickMultiSelect<2048>(const SelectArgs&);
-template bool QmsTakesRowParallel<2048>(const SelectArgs&);
+template bool QmsSplitSuits<2048>(const SelectArgs&);
 }  // namespace fm::gpu::detail

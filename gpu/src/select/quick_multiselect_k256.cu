@@ -3,5 +3,5 @@
 
 namespace fm::gpu::detail {
 template void LaunchQuickMultiSelect<256>(const SelectArgs&);
-template bool QmsTakesRowParallel<256>(const SelectArgs&);
+template bool QmsSplitSuits<256>(const SelectArgs&);
 }  // namespace fm::gpu::detail

@@ -3,5 +3,5 @@
 
 namespace fm::gpu::detail {
 template void LaunchQuickMultiSelect<32>(const SelectArgs&);
-template bool QmsTakesRowParallel<32>(const SelectArgs&);
+template bool QmsSplitSuits<32>(const SelectArgs&);
 }  // namespace fm::gpu::detail

@@ -3,5 +3,5 @@
 
 namespace fm::gpu::detail {
 template void LaunchQuickMultiSelect<512>(const SelectArgs&);
-template bool QmsTakesRowParallel<512>(const SelectArgs&);
+template bool QmsSplitSuits<512>(const SelectArgs&);
 }  // namespace fm::gpu::detail

@@ -3,5 +3,5 @@
 
 namespace fm::gpu::detail {
 template void LaunchQuickMultiSelect<64>(const SelectArgs&);
-template bool QmsTakesRowParallel<64>(const SelectArgs&);
+template bool QmsSplitSuits<64>(const SelectArgs&);
 }  // namespace fm::gpu::detail

@@ -60,11 +60,9 @@ int CachedBlocksPerSm(const void* kernel, int threads, int shmem, int device) {
 
 namespace {
 
-template <void (*L32)(const SelectArgs&), void (*L64)(const SelectArgs&),
-          void (*L128)(const SelectArgs&), void (*L256)(const SelectArgs&),
-          void (*L512)(const SelectArgs&), void (*L1024)(const SelectArgs&),
-          void (*L2048)(const SelectArgs&)>
-void DispatchBucket(const SelectArgs& a) {
+// Calls the function of a's bucket of k (each taking the SelectArgs), returning what it returns.
+template <auto L32, auto L64, auto L128, auto L256, auto L512, auto L1024, auto L2048>
+auto DispatchBucket(const SelectArgs& a) {
   switch (SelectBucket(a.k)) {
     case 32: return L32(a);
     case 64: return L64(a);
@@ -101,15 +99,9 @@ void Launch(SelectAlgo use, const SelectArgs& a) {
 
 // Whether quick multi-select takes the rows of `a` by its row-parallel path at a's bucket of k.
 bool QmsTakesRowParallelAt(const SelectArgs& a) {
-  switch (SelectBucket(a.k)) {
-    case 32: return QmsTakesRowParallel<32>(a);
-    case 64: return QmsTakesRowParallel<64>(a);
-    case 128: return QmsTakesRowParallel<128>(a);
-    case 256: return QmsTakesRowParallel<256>(a);
-    case 512: return QmsTakesRowParallel<512>(a);
-    case 1024: return QmsTakesRowParallel<1024>(a);
-    default: return QmsTakesRowParallel<2048>(a);
-  }
+  return DispatchBucket<QmsSplitSuits<32>, QmsSplitSuits<64>, QmsSplitSuits<128>,
+                        QmsSplitSuits<256>, QmsSplitSuits<512>, QmsSplitSuits<1024>,
+                        QmsSplitSuits<2048>>(a);
 }
 
 }  // namespace
@@ -567,11 +559,12 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
     const bool warp_rows = use == SelectAlgo::kMergeQueue && k <= 1024;
     const int64_t want = warp_rows ? 32 * static_cast<int64_t>(sms) : WantRows(a);
     const int64_t min_len = MinPieceLen(k);
-    const bool uncut =
-        use == SelectAlgo::kQuickMultiSelect &&
-        (cols <= kBlockRowMaxCols || (rows >= kUncutMinRows && cols <= kUncutMaxCols)) &&
-        QmsTakesRowParallelAt(a);
-    if (rows < want && cols >= 2 * min_len && !uncut) {
+    auto uncut = [&] {
+      return use == SelectAlgo::kQuickMultiSelect &&
+             (cols <= kBlockRowMaxCols || (rows >= kUncutMinRows && cols <= kUncutMaxCols)) &&
+             QmsTakesRowParallelAt(a);
+    };
+    if (rows < want && cols >= 2 * min_len && !uncut()) {
       int64_t pieces = std::min((want + rows - 1) / rows, cols / min_len);
       // Rounded down to a multiple of 4, so that cols / len keeps the count (rounded up, it had
       // lost a piece wherever 4 x pieces did not divide cols, and the last piece was nearly twice

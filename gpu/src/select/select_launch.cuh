@@ -14,7 +14,7 @@ template <int KB>
 void LaunchQuickMultiSelect(const SelectArgs& a);
 // Whether LaunchQuickMultiSelect<KB> takes the rows of `a` by its row-parallel path.
 template <int KB>
-bool QmsTakesRowParallel(const SelectArgs& a);
+bool QmsSplitSuits(const SelectArgs& a);
 // Baseline: CUB segmented radix sort of every row, then the first k (any k).
 void LaunchSortTruncate(const SelectArgs& a);
 

@@ -21,7 +21,6 @@
 #include "select/select_common.cuh"
 #include "select/select_stream.cuh"
 
-
 namespace fm::gpu::detail {
 
 // Largest bucket of k run one warp per row.
