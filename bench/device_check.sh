@@ -53,6 +53,9 @@ timeout 100 compute-sanitizer --tool racecheck --error-exitcode 9 $T --gtest_fil
 echo "== racecheck rc=$?"; tail -3 $OUT/racecheck.log
 timeout 60 $B/bench/featmatch-bench select --rows 8192 --cols 65536 --k 32,256,1024 \
   --algos auto,merge-queue,quick-multiselect --runs 10 > $OUT/select_auto.jsonl
+# Rows under 512 columns: TBiS a warp a row, the merge queue, and auto's choice between them.
+timeout 60 $B/bench/featmatch-bench select --rows 8192 --cols 100,256,384 --k 2,32,128,256 \
+  --algos auto,tbis,merge-queue --runs 10 >> $OUT/select_auto.jsonl
 # Short rows (for k <= 32 on an H100 held whole in shared memory).
 timeout 60 $B/bench/featmatch-bench select --rows 8192 --cols 8192,16384 --k 32,64 \
   --algos auto,merge-queue,quick-multiselect --runs 10 >> $OUT/select_auto.jsonl

@@ -2,7 +2,8 @@
 """Peer for `featmatch-bench select`: torch.topk (smallest k, sorted) on the same shapes, timed
 with CUDA events (median), beside a read of the same matrix (x.sum()). One JSON object per line.
 --quick: fewer shapes and k; --ties: every value one of 256 levels, as `featmatch-bench select
---data ties` (the lines then carry "data": "ties")."""
+--data ties` (the lines then carry "data": "ties"); --rows R,R.. --cols N,N.. --k K,K..: those
+shapes and k instead (k past a row's length left out)."""
 import json
 import sys
 
@@ -31,6 +32,13 @@ def main():
     if "--quick" in sys.argv:
         shapes = [(8192, 65536), (1024, 1 << 20)]
         ks = [32, 256, 1024]
+    def listed(flag):
+        i = sys.argv.index(flag) if flag in sys.argv else -1
+        return [int(v) for v in sys.argv[i + 1].split(",")] if i >= 0 else None
+    if listed("--rows") or listed("--cols"):
+        shapes = [(r, c) for r in (listed("--rows") or [8192])
+                  for c in (listed("--cols") or [65536])]
+    ks = listed("--k") or ks
     ties = "--ties" in sys.argv
     extra = {"data": "ties"} if ties else {}
     dev = torch.cuda.get_device_name(0)
@@ -44,6 +52,8 @@ def main():
                           "N": cols, "algo": "torch.sum", "median_ms": round(read_ms, 4),
                           "GBps": round(gb / read_ms * 1e3, 1), **extra}), flush=True)
         for k in ks:
+            if k > cols:
+                continue
             ms = median_ms(lambda: torch.topk(x, k, dim=1, largest=False, sorted=True))
             print(json.dumps({"bench": "select", "peer": "torch", "device": dev, "rows": rows,
                               "N": cols, "k": k, "algo": "torch.topk",

@@ -418,8 +418,8 @@ std::vector<Param> AllParams() {
                             nullptr, "256"}});
     }
   }
-  // Rows shorter than 512 columns, which auto gives the merge queue up to k = 512 (its queue in
-  // registers up to k = 128): more rows than there are warps resident, so each warp takes
+  // Rows shorter than 512 columns, which auto gives the merge queue where TBiS is not the faster
+  // (its queue in registers up to k = 128): more rows than there are warps resident, so each warp takes
   // several rows one after the other; k under, equal to and over the row; an odd stride (rows
   // not 16-byte aligned, loaded by scalars) with the caller's indices.
   for (SelectAlgo a : {SelectAlgo::kMergeQueue, SelectAlgo::kAuto}) {
@@ -427,6 +427,22 @@ std::vector<Param> AllParams() {
       out.push_back({a, k, {"short_9k", 9000, 300, Fill::kMixed}});
     }
     out.push_back({a, 64, {"short_9k_misaligned_ids", 9000, 383, Fill::kDuplicates, 1, true}});
+  }
+  // Rows of up to 512 columns, which truncated bitonic sort takes a warp a row with the row in
+  // registers: k under, equal to and over the row (in its bucket and past it), rows of one, two,
+  // four, eight and sixteen registers a lane, an odd stride with the caller's indices, ties,
+  // NaN and inf, and more rows than the warps resident (an H200's warps take several rows each).
+  for (SelectAlgo a : {SelectAlgo::kTruncatedBitonic, SelectAlgo::kAuto}) {
+    for (int64_t k : {1, 2, 8, 31, 32, 33, 64, 100, 128, 200, 256, 500, 512}) {
+      out.push_back({a, k, {"short_rows_20", 64, 20, Fill::kRandom}});
+      out.push_back({a, k, {"short_rows_97_dups", 1000, 97, Fill::kDuplicates, 1}});
+      out.push_back({a, k, {"short_rows_301_ids", 700, 301, Fill::kInfNan, 3, true}});
+      out.push_back({a, k, {"short_rows_512", 300, 512, Fill::kMixed}});
+      out.push_back({a, k, {"short_rows_10k", 10000, 130, Fill::kMixed}});
+    }
+    out.push_back({a, 64, {"short_rows_all_equal", 50, 200, Fill::kAllEqual}});
+    out.push_back({a, 256, {"short_rows_sorted", 40, 511, Fill::kSorted}});
+    out.push_back({a, 256, {"short_rows_reverse", 40, 509, Fill::kReverse}});
   }
   // k above the row length: the rows selected whole (k = cols) into a workspace, a batch of rows
   // at a time (64 MiB: 5592 rows of 1000 columns), then copied out with their padding; every

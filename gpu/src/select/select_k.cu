@@ -133,10 +133,13 @@ SelectAlgo ParseSelectAlgo(const std::string& name) {
 // (many rows of 2048 columns and more; at 8192 x 65536, k = 32, within 1 % of the merge queue) and
 // on rows of 2^18 columns and more (cut into pieces when they are few). The merge queue (one warp
 // per row) keeps k <= 64 on the other shapes, where quick multi-select would take one block per
-// short row, and every k up to 512 on rows shorter than the fused kernel's 512-word pivot sample
-// (on 1000 and 8192 rows of 128 to 384 columns at k = 65 to 512 it took 0.34-0.85 of quick
-// multi-select's time, from 512 columns on 1.07-3.2 times it; H200,
-// bench/results/select_short_rows_h200.jsonl). On fewer than 1024 rows quick multi-select takes
+// short row. Rows shorter than the fused kernel's 512-word pivot sample go to truncated bitonic
+// sort (a warp a row, the row in registers) up to 128 columns, up to 256 above k = 32, and above
+// k = 128 on any of them; to the merge queue otherwise (H200, 1000 and 8192 rows of 32 to 384
+// columns: TBiS 0.35-0.97 of the merge queue's time on those cells, 0.88-1.07 on 256 columns at
+// k <= 32 and 1.1-1.9 on 384 columns at k <= 128, bench/results/select_tbis_warp_h200.txt; quick
+// multi-select took 1.5-9 times the merge queue's time there, select_short_rows_h200.jsonl).
+// On fewer than 1024 rows quick multi-select takes
 // k <= 64 too from 4096 columns on, and the merge queue k <= 32 on 1024 to 4095 rows of under
 // 3072 columns (H200, bench/results/select_auto_few_rows_h200.txt: on 1 to 1000 rows at k <= 64
 // the merge queue took up to 5.1 times quick multi-select's time from 4096 columns on, in most
@@ -148,7 +151,10 @@ SelectAlgo ParseSelectAlgo(const std::string& name) {
 // k above the largest bucket sorts whole rows.
 SelectAlgo ChooseSelectAlgo(int64_t rows, int64_t cols, int64_t k) {
   if (k > detail::kMaxSelectBucket) return SelectAlgo::kSortTruncate;
-  if (cols < detail::kBlockRowSample && k <= 512) return SelectAlgo::kMergeQueue;
+  if (cols < detail::kBlockRowSample && k <= 512) {
+    if (cols <= 128 || (cols <= 256 && k > 32) || k > 128) return SelectAlgo::kTruncatedBitonic;
+    return SelectAlgo::kMergeQueue;
+  }
   if (k > 64) return SelectAlgo::kQuickMultiSelect;
   const bool fits = detail::QmsRowParallelFits(cols, k);
   if (rows >= 4096 && fits) return SelectAlgo::kQuickMultiSelect;

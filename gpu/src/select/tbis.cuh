@@ -7,6 +7,8 @@
 // data-dependent step is that a tile with no word below the running k-th word is skipped whole.
 #pragma once
 
+#include <algorithm>
+
 #include "select/select_common.cuh"
 #include "select/select_launch.cuh"
 
@@ -47,8 +49,122 @@ __global__ void __launch_bounds__(T) TbisKernel(SelectArgs a, int64_t row0) {
   WriteRow<T>(a, row, result);
 }
 
+// Rows of up to kTbisWarpMaxCols columns: one warp a row, the row in registers (word j * 32 + lane
+// in w[j] of that lane, padded with the sentinel to 32 E words, E a power of two), and the same
+// network without shared memory or barriers. Runs of KB words (KB / 32 registers of every lane)
+// are sorted by a bitonic network, partners under 32 words apart exchanged by shuffles and the
+// others within a lane; then pairs of runs are merged keeping the lower half, which halves the
+// registers in use each level, until the KB smallest are left in w[0, KB / 32).
+constexpr int kTbisWarpMaxCols = 512;
+
+// One compare-exchange step of a bitonic network over w[0, live) (the word of index i = j * 32 +
+// lane in w[j]): each word against the one `s` indices away, ascending where up(i) holds. `s` and
+// `live` are constants once the callers' loops are unrolled.
+template <int E, typename Up>
+__device__ __forceinline__ void WarpBitonicStep(u64 (&w)[E], int live, int s, int lane, Up up) {
+  if (s >= 32) {
+    const int d = s / 32;
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      if (j < live && (j & d) == 0) {
+        const u64 lo = MinU64(w[j], w[j + d]), hi = MaxU64(w[j], w[j + d]);
+        const bool asc = up(j * 32 + lane);
+        w[j] = asc ? lo : hi;
+        w[j + d] = asc ? hi : lo;
+      }
+    }
+  } else {
+    const bool lower = (lane & s) == 0;
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      if (j >= live) break;
+      const u64 o = __shfl_xor_sync(kFullMask, w[j], s);
+      w[j] = (lower == up(j * 32 + lane)) ? MinU64(w[j], o) : MaxU64(w[j], o);
+    }
+  }
+}
+
+template <int KB, int E>
+__global__ void __launch_bounds__(128) TbisWarpKernel(SelectArgs a) {
+  static_assert(KB >= 32 && 32 * E >= KB, "a run of KB words spans whole registers");
+  constexpr int C = KB / 32;  // registers a run takes in every lane
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+       row < a.rows; row += warps) {
+    const RowView rv = GetRow(a, row);
+    u64 w[E];
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      const int c = j * 32 + lane;
+      w[j] = c < rv.cols ? Pack(FloatKey(__ldcs(rv.p + c)), c) : kSentinel;
+    }
+    // Every run of KB sorted ascending (the direction alternates below the run's length).
+#pragma unroll
+    for (int size = 2; size <= KB; size <<= 1) {
+#pragma unroll
+      for (int s = size >> 1; s > 0; s >>= 1) {
+        WarpBitonicStep(w, E, s, lane, [&](int i) { return size == KB || (i & size) == 0; });
+      }
+    }
+    // Truncated merges: run m of the next level is the lower half of runs 2m and 2m + 1 (the
+    // minimum of each word and its mirror in the partner run, a bitonic sequence), merged.
+#pragma unroll
+    for (int runs = E / C; runs > 1; runs >>= 1) {
+#pragma unroll
+      for (int m = 0; m < runs / 2; ++m) {
+#pragma unroll
+        for (int t = 0; t < C; ++t) {
+          const u64 mirror = __shfl_sync(kFullMask, w[(2 * m + 1) * C + C - 1 - t], 31 - lane);
+          w[m * C + t] = MinU64(w[2 * m * C + t], mirror);
+        }
+      }
+#pragma unroll
+      for (int s = KB / 2; s > 0; s >>= 1) {
+        WarpBitonicStep(w, runs / 2 * C, s, lane, [](int) { return true; });
+      }
+    }
+    const int64_t out0 = row * static_cast<int64_t>(a.k);
+#pragma unroll
+    for (int j = 0; j < C; ++j) {
+      const int i = j * 32 + lane;
+      if (i < a.k) {
+        DecodeWord(a, w[j], rv.src_row, rv.col0, &a.out_values[out0 + i],
+                   &a.out_indices[out0 + i]);
+      }
+    }
+  }
+}
+
+template <int KB, int E>
+void LaunchTbisWarp(const SelectArgs& a) {
+  if constexpr (32 * E < KB) {
+    LaunchTbisWarp<KB, KB / 32>(a);
+  } else {
+    constexpr int kWarps = 4;
+    auto kernel = TbisWarpKernel<KB, E>;
+    // As many blocks as the device holds at once, at most a row a warp; warps past them take
+    // further rows in turn.
+    const int64_t resident =
+        static_cast<int64_t>(std::max(BlocksPerSm(kernel, 32 * kWarps, 0, a), 1)) * a.sms;
+    const int64_t blocks = std::min((a.rows + kWarps - 1) / kWarps, resident);
+    kernel<<<static_cast<unsigned>(blocks), 32 * kWarps, 0, a.stream>>>(a);
+    FM_CUDA_CHECK_LAUNCH();
+  }
+}
+
 template <int KB>
 void LaunchTbis(const SelectArgs& a) {
+  if constexpr (KB <= kTbisWarpMaxCols) {
+    if (a.segments == 1 && a.cols <= kTbisWarpMaxCols) {
+      const int64_t n = a.cols > KB ? a.cols : KB;  // the row padded to whole runs
+      if (n <= 32) return LaunchTbisWarp<KB, 1>(a);
+      if (n <= 64) return LaunchTbisWarp<KB, 2>(a);
+      if (n <= 128) return LaunchTbisWarp<KB, 4>(a);
+      if (n <= 256) return LaunchTbisWarp<KB, 8>(a);
+      return LaunchTbisWarp<KB, 16>(a);
+    }
+  }
   constexpr int T = 256;
   using C = TbisConfig<KB, T>;
   auto kernel = TbisKernel<KB, T>;
