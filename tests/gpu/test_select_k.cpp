@@ -450,7 +450,9 @@ std::vector<Param> AllParams() {
   // caller's indices at k = 2048 (two batches, the second's rows and indices offset); k past the
   // largest bucket over 700 columns (the bucketed algorithms still select the rows, the sort
   // fallback is not needed); rows of no columns (padding only, the sort too). (Rows in the bucket
-  // of k, taken this way by quick multi-select and auto only: "random" at k = 1024, "n_km1".)
+  // of k, taken this way by quick multi-select, and by auto where it chooses quick multi-select:
+  // "random" at k = 1024, "n_km1" from k = 1000; auto's TBiS and merge queue select "n_km1" and
+  // "short_rows_97_dups" at k = 100 and 128 directly.)
   for (SelectAlgo a : {SelectAlgo::kTruncatedBitonic, SelectAlgo::kMergeQueue,
                        SelectAlgo::kQuickMultiSelect, SelectAlgo::kSortTruncate,
                        SelectAlgo::kAuto}) {
@@ -511,9 +513,17 @@ TEST(SelectAlgoNames, RoundTrip) {
 // The measured rule of kAuto at the edges its benchmarks drew (select_k.cu; no device needed).
 TEST(SelectAuto, ChoosesAsMeasured) {
   const SelectAlgo mq = SelectAlgo::kMergeQueue, qms = SelectAlgo::kQuickMultiSelect;
+  const SelectAlgo tbis = SelectAlgo::kTruncatedBitonic;
   EXPECT_EQ(ChooseSelectAlgo(8192, 8192, 32), qms);   // many rows, row-parallel
-  EXPECT_EQ(ChooseSelectAlgo(8192, 256, 100), mq);    // under the 512-word pivot sample
-  EXPECT_EQ(ChooseSelectAlgo(8192, 511, 512), mq);
+  // Under the 512-word pivot sample: TBiS a warp a row where it was the faster, else the merge
+  // queue.
+  EXPECT_EQ(ChooseSelectAlgo(8192, 128, 1), tbis);
+  EXPECT_EQ(ChooseSelectAlgo(8192, 256, 32), mq);
+  EXPECT_EQ(ChooseSelectAlgo(8192, 256, 33), tbis);
+  EXPECT_EQ(ChooseSelectAlgo(8192, 257, 128), mq);
+  EXPECT_EQ(ChooseSelectAlgo(1000, 384, 129), tbis);
+  EXPECT_EQ(ChooseSelectAlgo(8192, 511, 512), tbis);
+  EXPECT_EQ(ChooseSelectAlgo(8192, 512, 32), mq);
   EXPECT_EQ(ChooseSelectAlgo(8192, 512, 100), qms);
   // Fewer than 1024 rows at k <= 64: quick multi-select from 4096 columns on.
   EXPECT_EQ(ChooseSelectAlgo(300, 3000, 32), mq);

@@ -453,11 +453,15 @@ constexpr int64_t kPadBatchBytes = int64_t{64} << 20;
 // 0.11 ms, 8192 x 2000 at k = 2048 1.01 -> 0.46), the merge queue and the truncated bitonic sort
 // where cols falls in a smaller bucket than k (8192 x 511 at k = 1024 0.39 -> 0.25 ms), and lose
 // 8-16 % where both share one (the copy added to the same kernel). Sorting whole rows gains
-// nothing from it; rows of no columns are all padding.
-bool SelectWholeRowsThenPad(SelectAlgo algo, int64_t cols, int64_t k) {
+// nothing from it; rows of no columns are all padding. `auto` follows the algorithm it chooses
+// (on rows under 512 columns TBiS or the merge queue: 8192 x 100 at k = 128, one bucket, took
+// 0.036 ms through the workspace against 0.027 by TBiS directly;
+// bench/results/select_auto_h200_bd2002e.txt).
+bool SelectWholeRowsThenPad(SelectAlgo algo, int64_t rows, int64_t cols, int64_t k) {
   if (cols == 0) return true;
   if (cols > kMaxSelectBucket || algo == SelectAlgo::kSortTruncate) return false;
-  if (algo == SelectAlgo::kAuto || algo == SelectAlgo::kQuickMultiSelect) return true;
+  if (algo == SelectAlgo::kAuto) algo = ChooseSelectAlgo(rows, cols, k);
+  if (algo == SelectAlgo::kQuickMultiSelect) return true;
   return k > kMaxSelectBucket || SelectBucket(cols) < SelectBucket(k);
 }
 
@@ -496,7 +500,7 @@ void select_k(const Resources& res, const float* distances, int64_t rows, int64_
   }
   if (rows == 0) return;
 
-  if (k > cols && SelectWholeRowsThenPad(algo, cols, k)) {
+  if (k > cols && SelectWholeRowsThenPad(algo, rows, cols, k)) {
     // The rows selected whole into a workspace, a batch at a time, then copied out padded.
     DeviceScope scope(res.device());
     const cudaStream_t stream = AsStream(res.stream());
