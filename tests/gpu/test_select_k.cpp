@@ -514,30 +514,26 @@ TEST(SelectAlgoNames, RoundTrip) {
 TEST(SelectAuto, ChoosesAsMeasured) {
   const SelectAlgo mq = SelectAlgo::kMergeQueue, qms = SelectAlgo::kQuickMultiSelect;
   const SelectAlgo tbis = SelectAlgo::kTruncatedBitonic;
-  EXPECT_EQ(ChooseSelectAlgo(8192, 8192, 32), qms);   // many rows, row-parallel
-  // Under the 512-word pivot sample: TBiS a warp a row where it was the faster, else the merge
-  // queue.
-  EXPECT_EQ(ChooseSelectAlgo(8192, 128, 1), tbis);
-  EXPECT_EQ(ChooseSelectAlgo(8192, 256, 32), mq);
-  EXPECT_EQ(ChooseSelectAlgo(8192, 256, 33), tbis);
-  EXPECT_EQ(ChooseSelectAlgo(8192, 257, 128), mq);
-  EXPECT_EQ(ChooseSelectAlgo(1000, 384, 129), tbis);
-  EXPECT_EQ(ChooseSelectAlgo(8192, 511, 512), tbis);
-  EXPECT_EQ(ChooseSelectAlgo(8192, 512, 32), mq);
-  EXPECT_EQ(ChooseSelectAlgo(8192, 512, 100), qms);
-  // Fewer than 1024 rows at k <= 64: quick multi-select from 4096 columns on.
-  EXPECT_EQ(ChooseSelectAlgo(300, 3000, 32), mq);
-  EXPECT_EQ(ChooseSelectAlgo(300, 4096, 32), qms);
-  EXPECT_EQ(ChooseSelectAlgo(10, 30000, 1), qms);
-  EXPECT_EQ(ChooseSelectAlgo(1, 100000, 64), qms);
-  EXPECT_EQ(ChooseSelectAlgo(500, 65536, 65), qms);
-  EXPECT_EQ(ChooseSelectAlgo(100, int64_t{1} << 18, 32), qms);
-  // 1024 to 4095 rows of under 3072 columns at k <= 32: the merge queue.
-  EXPECT_EQ(ChooseSelectAlgo(2048, 3000, 32), mq);
-  EXPECT_EQ(ChooseSelectAlgo(2048, 3000, 64), qms);
-  EXPECT_EQ(ChooseSelectAlgo(2048, 3072, 8), qms);
-  EXPECT_EQ(ChooseSelectAlgo(4096, 2048, 1), qms);
-  EXPECT_EQ(ChooseSelectAlgo(100, 8192, 4096), SelectAlgo::kSortTruncate);
+  const struct {
+    int64_t rows, cols, k;
+    SelectAlgo want;
+  } cases[] = {
+      {8192, 8192, 32, qms},  // many rows, row-parallel
+      // Under the 512-word pivot sample: TBiS a warp a row where it was the faster, else the
+      // merge queue.
+      {8192, 128, 1, tbis}, {8192, 256, 32, mq}, {8192, 256, 33, tbis}, {8192, 257, 128, mq},
+      {1000, 384, 129, tbis}, {8192, 511, 512, tbis}, {8192, 512, 32, mq}, {8192, 512, 100, qms},
+      // Fewer than 1024 rows at k <= 64: quick multi-select from 4096 columns on.
+      {300, 3000, 32, mq}, {300, 4096, 32, qms}, {10, 30000, 1, qms}, {1, 100000, 64, qms},
+      {500, 65536, 65, qms}, {100, int64_t{1} << 18, 32, qms},
+      // 1024 to 4095 rows of under 3072 columns at k <= 32: the merge queue.
+      {2048, 3000, 32, mq}, {2048, 3000, 64, qms}, {2048, 3072, 8, qms}, {4096, 2048, 1, qms},
+      {100, 8192, 4096, SelectAlgo::kSortTruncate},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(SelectAlgoName(ChooseSelectAlgo(c.rows, c.cols, c.k)), SelectAlgoName(c.want))
+        << c.rows << " x " << c.cols << " at k = " << c.k;
+  }
 }
 
 }  // namespace
