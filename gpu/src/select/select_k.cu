@@ -136,9 +136,9 @@ SelectAlgo ParseSelectAlgo(const std::string& name) {
 // short row. Rows shorter than the fused kernel's 512-word pivot sample go to truncated bitonic
 // sort (a warp a row, the row in registers) up to 128 columns, up to 256 above k = 32, and above
 // k = 128 on any of them; to the merge queue otherwise (H200, 1000 and 8192 rows of 32 to 384
-// columns: TBiS 0.35-0.97 of the merge queue's time on those cells, 0.88-1.07 on 256 columns at
+// columns: TBiS 0.35-0.98 of the merge queue's time on those cells, 0.88-1.07 on 256 columns at
 // k <= 32 and 1.1-1.9 on 384 columns at k <= 128, bench/results/select_tbis_warp_h200.txt; quick
-// multi-select took 1.5-9 times the merge queue's time there, select_short_rows_h200.jsonl).
+// multi-select took 1.2-5.4 times the merge queue's time on every one of those rows).
 // On fewer than 1024 rows quick multi-select takes
 // k <= 64 too from 4096 columns on, and the merge queue k <= 32 on 1024 to 4095 rows of under
 // 3072 columns (H200, bench/results/select_auto_few_rows_h200.txt: on 1 to 1000 rows at k <= 64
