@@ -270,6 +270,43 @@ __device__ inline u64 WarpBitonicSort(u64 x) {
   return x;
 }
 
+// One compare-exchange step of a bitonic network over w[0, live) (the word of index i = j * 32 +
+// lane in w[j]): each word against the one `s` indices away, ascending where up(i) holds. `s` and
+// `live` are constants once the callers' loops are unrolled.
+template <int E, typename Up>
+__device__ __forceinline__ void WarpBitonicStep(u64 (&w)[E], int live, int s, int lane, Up up) {
+  if (s >= 32) {
+    const int d = s / 32;
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      if (j < live && (j & d) == 0) {
+        const u64 lo = MinU64(w[j], w[j + d]), hi = MaxU64(w[j], w[j + d]);
+        const bool asc = up(j * 32 + lane);
+        w[j] = asc ? lo : hi;
+        w[j + d] = asc ? hi : lo;
+      }
+    }
+  } else {
+    const bool lower = (lane & s) == 0;
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      if (j >= live) break;
+      const u64 o = __shfl_xor_sync(kFullMask, w[j], s);
+      w[j] = (lower == up(j * 32 + lane)) ? MinU64(w[j], o) : MaxU64(w[j], o);
+    }
+  }
+}
+
+// Each run of `run_regs` registers in w[0, live) (run_regs * 32 words, a bitonic sequence) merged
+// ascending: the bitonic merge's steps from half the run's length down to neighbours.
+template <int E>
+__device__ __forceinline__ void WarpBitonicMergeUp(u64 (&w)[E], int live, int run_regs, int lane) {
+#pragma unroll
+  for (int s = run_regs * 16; s > 0; s >>= 1) {
+    WarpBitonicStep(w, live, s, lane, [](int) { return true; });
+  }
+}
+
 // Sorts the T * E words of a[] (shared memory) ascending with a bitonic network held in
 // registers: thread t keeps words t*E .. t*E + E - 1; partners closer than E are in the same
 // thread, closer than 32 E in the same warp (shuffles), farther ones go through a[] (two barriers

@@ -57,33 +57,6 @@ __global__ void __launch_bounds__(T) TbisKernel(SelectArgs a, int64_t row0) {
 // registers in use each level, until the KB smallest are left in w[0, KB / 32).
 constexpr int kTbisWarpMaxCols = 512;
 
-// One compare-exchange step of a bitonic network over w[0, live) (the word of index i = j * 32 +
-// lane in w[j]): each word against the one `s` indices away, ascending where up(i) holds. `s` and
-// `live` are constants once the callers' loops are unrolled.
-template <int E, typename Up>
-__device__ __forceinline__ void WarpBitonicStep(u64 (&w)[E], int live, int s, int lane, Up up) {
-  if (s >= 32) {
-    const int d = s / 32;
-#pragma unroll
-    for (int j = 0; j < E; ++j) {
-      if (j < live && (j & d) == 0) {
-        const u64 lo = MinU64(w[j], w[j + d]), hi = MaxU64(w[j], w[j + d]);
-        const bool asc = up(j * 32 + lane);
-        w[j] = asc ? lo : hi;
-        w[j + d] = asc ? hi : lo;
-      }
-    }
-  } else {
-    const bool lower = (lane & s) == 0;
-#pragma unroll
-    for (int j = 0; j < E; ++j) {
-      if (j >= live) break;
-      const u64 o = __shfl_xor_sync(kFullMask, w[j], s);
-      w[j] = (lower == up(j * 32 + lane)) ? MinU64(w[j], o) : MaxU64(w[j], o);
-    }
-  }
-}
-
 template <int KB, int E>
 __global__ void __launch_bounds__(128) TbisWarpKernel(SelectArgs a) {
   static_assert(KB >= 32 && 32 * E >= KB, "a run of KB words spans whole registers");
@@ -119,10 +92,7 @@ __global__ void __launch_bounds__(128) TbisWarpKernel(SelectArgs a) {
           w[m * C + t] = MinU64(w[2 * m * C + t], mirror);
         }
       }
-#pragma unroll
-      for (int s = KB / 2; s > 0; s >>= 1) {
-        WarpBitonicStep(w, runs / 2 * C, s, lane, [](int) { return true; });
-      }
+      WarpBitonicMergeUp(w, runs / 2 * C, C, lane);
     }
     const int64_t out0 = row * static_cast<int64_t>(a.k);
 #pragma unroll

@@ -242,25 +242,7 @@ template <int Q>
 __device__ __forceinline__ void WarpMergeRun(u64 (&q)[Q], u64 x, int lane) {
   x = WarpBitonicSort(x);
   q[Q - 1] = MinU64(q[Q - 1], __shfl_sync(kFullMask, x, 31 - lane));
-#pragma unroll
-  for (int t = Q / 2; t >= 1; t >>= 1) {
-#pragma unroll
-    for (int j = 0; j < Q; ++j) {
-      if ((j & t) == 0) {
-        const u64 lo = MinU64(q[j], q[j + t]), hi = MaxU64(q[j], q[j + t]);
-        q[j] = lo;
-        q[j + t] = hi;
-      }
-    }
-  }
-#pragma unroll
-  for (int s = 16; s > 0; s >>= 1) {
-#pragma unroll
-    for (int j = 0; j < Q; ++j) {
-      const u64 y = __shfl_xor_sync(kFullMask, q[j], s);
-      q[j] = (lane & s) ? MaxU64(q[j], y) : MinU64(q[j], y);
-    }
-  }
+  WarpBitonicMergeUp(q, Q, Q, lane);
 }
 
 // Word i of the queue, on every lane.
