@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The whole application on a CUDA machine that lacks OpenCV, SQLite and the JSON headers (the GPU
+# machine), built against build-bundle/ (scripts/gpu_bundle.sh, run first on a Debian machine; its
+# build-bundle/pack/ brought along with the tree): the CLI and the matcher, app, core and backend
+# tests with the GPU present (the tests' `auto` backend is then the GPU), then the CLI end to end
+# on the sample photographs with --backend cpu and --backend gpu, what each wrote compared by
+# bench/app_compare.py (on uint8 SIFT both search exactly: every match, model and detection the
+# same), a batch interrupted by SIGINT on the GPU and resumed, and bad input on the GPU path.
+# Usage: bench/app_gpu_check.sh OUTDIR
+set -u -o pipefail
+OUT=${1:?outdir}
+K=$PWD/build-bundle
+B=/tmp/fm-app
+if [ ! -f "$K/opencv/lib/cmake/opencv4/OpenCVConfig.cmake" ] && [ -f "$K/pack/bundle.tar.xz" ]; then
+  tar -C "$K" -xJf "$K/pack/bundle.tar.xz"
+fi
+[ -f "$K/opencv/lib/cmake/opencv4/OpenCVConfig.cmake" ] ||
+  { echo "no build-bundle/: run scripts/gpu_bundle.sh, take build-bundle/pack"; exit 1; }
+cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DFM_BUILD_GUI=OFF -DCMAKE_PREFIX_PATH="$K/opencv;$K/deps" \
+  -DGTEST_SOURCE_DIR=/usr/src/googletest > $OUT/app_build.log 2>&1 &&
+  cmake --build $B -j16 --target featmatch fm_core_tests fm_backend_tests fm_matcher_tests \
+    fm_app_tests >> $OUT/app_build.log 2>&1 || { tail -40 $OUT/app_build.log; exit 1; }
+echo "== build ok"; nvidia-smi -L
+export FM_SAMPLE_DATA=$K/data FM_REQUIRE_SAMPLES=1 FM_REQUIRE_GPU=1
+F=$B/app/featmatch
+D=$K/data
+# The four test programs at once (each takes a few of the 16 cores).
+for t in fm_core_tests fm_backend_tests fm_matcher_tests fm_app_tests; do
+  (timeout 300 $B/tests/$t --gtest_brief=1 > $OUT/app_tests_$t.log 2>&1
+   echo "== $t rc=$?" >> $OUT/app_tests_$t.log) &
+done
+wait
+for t in fm_core_tests fm_backend_tests fm_matcher_tests fm_app_tests; do
+  grep -E "^== |^\[  (PASSED|FAILED) |tests ran" $OUT/app_tests_$t.log | head -30
+  cat $OUT/app_tests_$t.log >> $OUT/app_tests.log && rm -f $OUT/app_tests_$t.log
+done
+
+W=/tmp/fm-e2e && rm -rf $W && mkdir -p $W
+secs() { awk "BEGIN{printf \"%.3f\", $2 - $1}"; }
+R=$OUT/app_gpu.jsonl
+: > $R
+compare() { python3 bench/app_compare.py "$@" | tee -a $R; }
+# Two images: each pair twice on each backend; the second run's kNN time is reported (the first
+# pays the device's and the library's start).
+for pair in "box.png box_in_scene.png" "graf1.png graf3.png" "aloeL.jpg aloeR.jpg" \
+            "left01.jpg left02.jpg" "box.png box.png"; do
+  set -- $pair
+  for be in cpu gpu; do
+    for run in 1 2; do
+      s=$(date +%s.%N)
+      $F match $D/$1 $D/$2 --backend $be --report $W/$be.json > $W/$be.txt 2>&1 ||
+        { echo "match $1 $2 --backend $be failed"; cat $W/$be.txt; }
+      e=$(date +%s.%N)
+    done
+    echo "{\"run\":\"match\",\"pair\":\"$1 $2\",\"backend\":\"$be\",\"wall_s\":$(secs $s $e)}" >> $R
+  done
+  compare match $W/cpu.json $W/gpu.json
+done
+# RootSIFT (float descriptors): the GPU's exact mode against the CPU's BLAS GEMM.
+for be in cpu gpu; do
+  $F match $D/graf1.png $D/graf3.png --root-sift --backend $be --report $W/rs_$be.json > /dev/null
+done
+compare match $W/rs_cpu.json $W/rs_gpu.json
+# Stored features matched on the GPU.
+$F extract $D/graf1.png $D/graf3.png --out $W/fmf > /dev/null &&
+  $F match $W/fmf/graf1.png.fmf $W/fmf/graf3.png.fmf --backend gpu --report $W/fmf.json > /dev/null
+echo "== fmf match rc=$?"
+
+# Logo retrieval: the generated evaluation set on both backends.
+for be in cpu gpu; do
+  timeout 300 $F logos eval --seed 1 --scenes 200 --backend $be --quiet --data $D \
+    --report $W/logos_$be.json --markdown $W/logos_$be.md > /dev/null 2>&1
+  echo "== logos eval $be rc=$?"
+done
+compare logos $W/logos_cpu.json $W/logos_gpu.json
+
+# Batch: the sample photographs (exhaustive pairs) on both backends; on the GPU also stopped by
+# SIGINT after 4 s and run again to the end, which must give the same database.
+mkdir -p $W/imgs && cp $D/*.jpg $D/*.png $W/imgs/ 2>/dev/null
+for be in cpu gpu; do
+  s=$(date +%s.%N)
+  timeout 300 $F batch $W/imgs --db $W/$be.db --backend $be --quiet --summary $W/batch_$be.json \
+    > $W/batch_$be.txt 2>&1
+  rc=$?; e=$(date +%s.%N)
+  echo "{\"run\":\"batch\",\"backend\":\"$be\",\"rc\":$rc,\"wall_s\":$(secs $s $e)}" >> $R
+done
+compare batch $W/cpu.db $W/gpu.db
+$F batch $W/imgs --db $W/int.db --backend gpu --quiet > $W/int1.txt 2>&1 &
+p=$!; sleep 4; kill -INT $p; wait $p; rc1=$?
+$F batch $W/imgs --db $W/int.db --backend gpu --quiet > $W/int2.txt 2>&1; rc2=$?
+echo "{\"run\":\"batch interrupted\",\"rc_first\":$rc1,\"rc_resumed\":$rc2}" >> $R
+compare batch $W/gpu.db $W/int.db
+
+# Bad input on the GPU path: each must fail with its reason, not crash.
+bad() {
+  $F "$@" > $W/bad.txt 2>&1; rc=$?
+  echo "== rc=$rc: featmatch $*" | sed "s#$D/##g"; tail -2 $W/bad.txt | sed "s#$D/##g"
+}
+bad match $D/box.png $D/box_in_scene.png --backend gpu --device 7
+bad match $D/box.png $D/box_in_scene.png --backend gpu --k 100000 --ratio 1
+bad match $D/box.png $W/fmf/graf1.png.fmf --backend gpu --root-sift
+head -c 1000 $D/graf1.png > $W/trunc.png
+bad match $W/trunc.png $D/graf3.png --backend gpu
+mkdir -p $W/empty && bad batch $W/empty --db $W/empty.db --backend gpu
+cp $W/logos_gpu.md $OUT/logos_eval_gpu.md
+echo "== done"; cat $R
