@@ -7,7 +7,8 @@
 
 On uint8 SIFT descriptors both backends compute exact integer distances, so every match, every
 verified model and every detection should be the same; `same` says whether they are, and the
-fields beside it say what differs where they are not. Exit status 0 when the two agree, 1 when
+fields beside it say what differs where they are not (on float descriptors the distances may
+differ in their last bits: `same_pairs_and_inliers`, `max_relative_distance_difference`). Exit status 0 when the two agree, 1 when
 not, 2 on unreadable input.
 """
 import json
@@ -33,8 +34,14 @@ def compare_match(a_path, b_path):
     ga, gb = a["geometry"], b["geometry"]
     same = ma == mb and ga.get("inliers") == gb.get("inliers") and \
         ga.get("verified") == gb.get("verified")
+    # Float descriptors: the two sums of products round differently, so the distances may differ
+    # in their last bits while the pairs and the model stay the same.
+    same_pairs = [(m[0], m[1], m[4]) for m in ma] == [(m[0], m[1], m[4]) for m in mb]
+    rel = max((abs(x[2] - y[2]) / max(abs(x[2]), 1e-30) for x, y in zip(ma, mb)), default=0.0)
     return same, {
         "inputs": [a["inputs"]["a"].rsplit("/", 1)[-1], a["inputs"]["b"].rsplit("/", 1)[-1]],
+        "same_pairs_and_inliers": same_pairs,
+        "max_relative_distance_difference": rel,
         "features": [a["features"]["a"], a["features"]["b"]],
         "matches": [len(ma), len(mb)],
         "matches_in_both": len(pairs_a & pairs_b),

@@ -20,7 +20,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 bash scripts/install_deps.sh
 need=()
-for p in dpkg-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev; do
+for p in dpkg-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev libeigen3-dev; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if ((${#need[@]})); then
@@ -40,13 +40,13 @@ if [ ! -f "$K/opencv/lib/cmake/opencv4/OpenCVConfig.cmake" ]; then
   (cd "$W" && dpkg-source -x dl/*.dsc src > /dev/null)
   L=/usr/lib/x86_64-linux-gnu
   off=()
-  for w in TBB OPENMP IPP LAPACK EIGEN OPENCL TIFF WEBP OPENEXR JASPER OPENJPEG GDAL GDCM ITT \
+  for w in TBB OPENMP IPP LAPACK OPENCL TIFF WEBP OPENEXR JASPER OPENJPEG GDAL GDCM ITT \
            PROTOBUF QUIRC ADE FFMPEG GSTREAMER V4L GTK QT VA VA_INTEL 1394 OPENVX CUDA VTK; do
     off+=("-DWITH_$w=OFF")
   done
   cmake -S "$W/src" -B "$W/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
     -DBUILD_LIST=core,imgproc,imgcodecs,features2d,calib3d,flann \
-    -DCMAKE_INSTALL_PREFIX="$K/opencv" "${off[@]}" \
+    -DCMAKE_INSTALL_PREFIX="$K/opencv" "${off[@]}" -DWITH_EIGEN=ON -DCPU_BASELINE=SSE2 \
     -DBUILD_PNG=OFF -DBUILD_JPEG=OFF -DBUILD_ZLIB=OFF \
     -DJPEG_LIBRARY=$L/libjpeg.a -DPNG_LIBRARY=$L/libpng16.a -DZLIB_LIBRARY=$L/libz.a \
     -DBUILD_TESTS=OFF -DBUILD_PERF_TESTS=OFF -DBUILD_EXAMPLES=OFF -DBUILD_opencv_apps=OFF \

@@ -63,6 +63,23 @@ class Cli_ : public ::testing::Test {
   fs::path dir_;
 };
 
+// Under the default backend `match` searches two images of the size of the samples on the CPU,
+// which finishes before a GPU would have started, and says so; the same matches as asked of the
+// CPU by name.
+TEST_F(Cli_, AutoMatchesSmallImagesOnTheCpuAndSaysWhy) {
+  const std::string pair = "match " + kData + "/box.png " + kData + "/box_in_scene.png ";
+  auto r = Cli(pair);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("backend: cpu ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(auto: the search, about"), std::string::npos) << r.out;
+  auto a = Cli(pair + "--json"), c = Cli(pair + "--backend cpu --json");
+  ASSERT_EQ(a.code, 0) << a.out;
+  ASSERT_EQ(c.code, 0) << c.out;
+  const auto ja = nlohmann::json::parse(a.out), jc = nlohmann::json::parse(c.out);
+  EXPECT_EQ(ja["backend"].get<std::string>().rfind("cpu", 0), 0u) << ja["backend"];
+  EXPECT_EQ(ja["match_list"], jc["match_list"]);
+}
+
 TEST_F(Cli_, MatchWritesSummaryDrawingAndReport) {
   auto r = Cli("match " + kData + "/box.png " + kData + "/box_in_scene.png --backend cpu --draw " +
                Path("m.png") + " --report " + Path("r.json"));

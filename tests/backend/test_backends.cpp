@@ -136,6 +136,68 @@ TEST(GpuBackend, EmptyInputsGivePaddingAndBadOnesAreRefused) {
   EXPECT_THROW(b->Search(q, q, p), std::invalid_argument);
 }
 
+// The CPU's estimated time scales with the pairs, the searches, the dimension and the threads,
+// and sits at the figure measured on the H200 host for a large pair of photographs.
+TEST(Backends, TheCpuEstimateFollowsTheWork) {
+  SearchWork box;  // box.png -> box_in_scene.png
+  box.queries = 604;
+  box.corpus = 969;
+  box.dim = 128;
+  const double t = EstimatedCpuSeconds(box, 1);
+  EXPECT_GT(t, 0.0);
+  EXPECT_LT(t, 0.01);
+  SearchWork w = box;
+  w.searches = 2;
+  EXPECT_DOUBLE_EQ(EstimatedCpuSeconds(w, 1), 2 * t);
+  w = box;
+  w.float_descriptors = true;
+  EXPECT_DOUBLE_EQ(EstimatedCpuSeconds(w, 1), 2 * t);
+  w = box;
+  w.dim = 256;
+  EXPECT_DOUBLE_EQ(EstimatedCpuSeconds(w, 1), 2 * t);
+  EXPECT_DOUBLE_EQ(EstimatedCpuSeconds(box, 4), t / 4);
+  // aloeL.jpg -> aloeR.jpg on the 16 threads of the H200 host where 81 ms were measured.
+  SearchWork aloe{23255, 23503, 128, false, 1};
+  EXPECT_NEAR(EstimatedCpuSeconds(aloe, 16), 0.081, 0.02);
+}
+
+// `match` (one or two searches a process): auto takes the CPU where it is estimated to finish
+// before a GPU would have started, the GPU (where present) beyond; a backend asked for by name
+// is the one asked for.
+TEST(Backends, AutoTakesTheCpuForASearchThatEndsBeforeAGpuWouldStart) {
+  SearchWork small{604, 969, 128, false, 2};
+  BackendOptions o;  // auto
+  std::string note;
+  auto b = CreateKnnBackendFor(o, small, &note);
+  EXPECT_EQ(b->description().rfind("cpu", 0), 0u) << b->description();
+  EXPECT_NE(note.find("auto: the searches, about"), std::string::npos) << note;
+  EXPECT_NE(note.find("end before a GPU would have started"), std::string::npos) << note;
+  // The search it makes is the CPU backend's.
+  const auto q = RandomU8(60, 128, 21), c = RandomU8(90, 128, 22);
+  core::KnnParams p;
+  p.k = 2;
+  ExpectSame(b->Search(q, c, p), core::BruteForceKnn(q, c, p));
+  // Asked for by name, each backend is what was asked for whatever the work.
+  o.kind = BackendKind::kCpu;
+  note.clear();
+  EXPECT_EQ(CreateKnnBackendFor(o, small, &note)->description().rfind("cpu", 0), 0u);
+  EXPECT_NE(note.find("(requested)"), std::string::npos) << note;
+  o.kind = BackendKind::kGpu;
+  if (GpuAvailable()) {
+    EXPECT_EQ(CreateKnnBackendFor(o, small)->description().rfind("gpu", 0), 0u);
+  } else {
+    EXPECT_THROW(CreateKnnBackendFor(o, small), std::runtime_error);
+  }
+  // A search the CPU is estimated to take longer for than a GPU's start: as CreateKnnBackend.
+  SearchWork large{200000, 200000, 128, false, 1};
+  ASSERT_GT(EstimatedCpuSeconds(large, 0), kGpuStartSeconds);
+  o.kind = BackendKind::kAuto;
+  note.clear();
+  auto l = CreateKnnBackendFor(o, large, &note);
+  EXPECT_EQ(l->description().rfind(GpuAvailable() ? "gpu" : "cpu", 0), 0u) << l->description();
+  EXPECT_EQ(note.find("before a GPU would have started"), std::string::npos) << note;
+}
+
 // A set cancel flag stops a search and a search of a registered corpus on the CPU backend and,
 // where a GPU is present, on the GPU backend (which looks at it before it starts).
 TEST(Backends, ACancelStopsTheSearchesOfEveryBackend) {

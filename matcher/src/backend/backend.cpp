@@ -1,6 +1,9 @@
 #include "fm/matcher/backend.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <stdexcept>
+#include <thread>
 
 #ifdef FM_WITH_GPU
 #include "fm/gpu/resources.h"
@@ -95,6 +98,39 @@ std::unique_ptr<core::KnnBackend> CreateKnnBackend(const BackendOptions& options
   say("backend: " + b->description() + " (auto: this build has no CUDA support)");
   return b;
 #endif
+}
+
+double EstimatedCpuSeconds(const SearchWork& work, int threads) {
+  constexpr double kPairsPerThreadSecond = 0.4e9;  // uint8, 128 dimensions
+  const int t = threads > 0 ? threads
+                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const double pairs = static_cast<double>(work.queries) * static_cast<double>(work.corpus) *
+                       std::max(work.searches, 1);
+  const double rate = kPairsPerThreadSecond * (work.float_descriptors ? 0.5 : 1.0) * 128.0 /
+                      std::max(work.dim, 1);
+  return pairs / (rate * t);
+}
+
+std::unique_ptr<core::KnnBackend> CreateKnnBackendFor(const BackendOptions& options,
+                                                      const SearchWork& work,
+                                                      std::string* note) {
+  const double cpu_s = EstimatedCpuSeconds(work, options.threads);
+  if (options.kind != BackendKind::kAuto || cpu_s >= kGpuStartSeconds) {
+    return CreateKnnBackend(options, note);
+  }
+  BackendOptions cpu = options;
+  cpu.kind = BackendKind::kCpu;
+  auto b = CreateKnnBackend(cpu, nullptr);
+  if (note) {
+    char buf[160];
+    const bool two = work.searches > 1;
+    std::snprintf(buf, sizeof buf,
+                  " (auto: the search%s, about %.0f ms here, end%s before a GPU would have "
+                  "started)",
+                  two ? "es" : "", cpu_s * 1e3, two ? "" : "s");
+    *note = "backend: " + b->description() + buf;
+  }
+  return b;
 }
 
 }  // namespace fm::matcher

@@ -31,4 +31,33 @@ bool GpuAvailable(std::string* name = nullptr);
 std::unique_ptr<core::KnnBackend> CreateKnnBackend(const BackendOptions& options,
                                                    std::string* note = nullptr);
 
+// The searches a process will make, for kAuto where it makes only a few (`featmatch match`).
+struct SearchWork {
+  int64_t queries = 0;   // rows searched for
+  int64_t corpus = 0;    // rows searched among
+  int32_t dim = 0;
+  bool float_descriptors = false;
+  int searches = 1;      // 2 with the mutual check
+};
+
+// The seconds a process spends bringing a GPU up before its first search (the driver, the
+// context, cuBLAS, the search's first launches): 0.33-0.40 s on an H200 host, measured as the
+// wall time `featmatch match` takes with --backend gpu over --backend cpu
+// (bench/results/app_gpu_h200.md).
+constexpr double kGpuStartSeconds = 0.35;
+
+// The CPU's estimated time for `work` on `threads` threads (0 = every hardware thread): 0.4e9
+// uint8 SIFT pairs a second a thread (an H200 host's 16 threads took 81 ms for the 23255 x 23503
+// of aloeL.jpg -> aloeR.jpg; this 2-core development machine 0.72e9 a thread), float pairs at
+// half that (RootSIFT graf1 -> graf3: 9.0 against 4.9 ms), in proportion to the dimension.
+double EstimatedCpuSeconds(const SearchWork& work, int threads);
+
+// CreateKnnBackend for a process that makes only `work`'s searches: under kAuto the CPU where it
+// is estimated to finish them before a GPU would have started (no CUDA call is made then), else
+// as CreateKnnBackend. A process that searches many times (the batch, the logo library, the
+// desktop app) pays the start once and calls CreateKnnBackend.
+std::unique_ptr<core::KnnBackend> CreateKnnBackendFor(const BackendOptions& options,
+                                                      const SearchWork& work,
+                                                      std::string* note = nullptr);
+
 }  // namespace fm::matcher
