@@ -57,7 +57,9 @@ if [ ! -f "$K/opencv/lib/cmake/opencv4/OpenCVConfig.cmake" ]; then
   # bundle builds wherever it lies.
   mkdir -p "$K/opencv/lib/deps"
   cp $L/libjpeg.a $L/libpng16.a $L/libz.a "$K/opencv/lib/deps/"
-  sed -i "s#$L/lib\(jpeg\|png16\|z\)\.a#\${_IMPORT_PREFIX}/lib/deps/lib\1.a#g" \
+  # Eigen is in OpenCV's link interface though only its headers were used: left out.
+  sed -i -e "s#$L/lib\(jpeg\|png16\|z\)\.a#\${_IMPORT_PREFIX}/lib/deps/lib\1.a#g" \
+    -e 's#\\$<LINK_ONLY:Eigen3::Eigen>;##g' -e 's#;\\$<LINK_ONLY:Eigen3::Eigen>##g' \
     "$K/opencv/lib/cmake/opencv4/OpenCVModules.cmake"
   find "$K/opencv/lib" -name '*.a' -exec strip --strip-debug {} +
   rm -rf "$K/opencv/share/opencv4/haarcascades" "$K/opencv/share/opencv4/lbpcascades"
