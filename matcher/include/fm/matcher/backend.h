@@ -41,15 +41,16 @@ struct SearchWork {
 };
 
 // The seconds a process spends bringing a GPU up before its first search (the driver, the
-// context, cuBLAS, the search's first launches): 0.33-0.40 s on an H200 host, measured as the
-// wall time `featmatch match` takes with --backend gpu over --backend cpu
-// (bench/results/app_gpu_h200.md).
+// context, cuBLAS, the search's first launches): 0.27-0.43 s on an H200 host, measured as the
+// wall time `featmatch match` takes with --backend gpu over --backend cpu on five pairs of sample
+// photographs (bench/results/app_gpu_h200.md).
 constexpr double kGpuStartSeconds = 0.35;
 
 // The CPU's estimated time for `work` on `threads` threads (0 = every hardware thread): 0.4e9
-// uint8 SIFT pairs a second a thread (an H200 host's 16 threads took 81 ms for the 23255 x 23503
-// of aloeL.jpg -> aloeR.jpg; this 2-core development machine 0.72e9 a thread), float pairs at
-// half that (RootSIFT graf1 -> graf3: 9.0 against 4.9 ms), in proportion to the dimension.
+// uint8 SIFT pairs a second a thread (an H200 host's 16 threads took 60-81 ms for the 23255 x
+// 23503 of aloeL.jpg -> aloeR.jpg, 0.42-0.57e9 a thread; the 2-core development machine 0.72e9),
+// float pairs at half that (RootSIFT graf1 -> graf3: 6.8-9.0 against 3.9-4.9 ms there), in
+// proportion to the dimension.
 double EstimatedCpuSeconds(const SearchWork& work, int threads);
 
 // CreateKnnBackend for a process that makes only `work`'s searches: under kAuto the CPU where it
