@@ -51,8 +51,9 @@ if [ ! -f "$K/opencv/lib/cmake/opencv4/OpenCVConfig.cmake" ]; then
     -DJPEG_LIBRARY=$L/libjpeg.a -DPNG_LIBRARY=$L/libpng16.a -DZLIB_LIBRARY=$L/libz.a \
     -DBUILD_TESTS=OFF -DBUILD_PERF_TESTS=OFF -DBUILD_EXAMPLES=OFF -DBUILD_opencv_apps=OFF \
     -DBUILD_JAVA=OFF -DBUILD_opencv_python3=OFF -DBUILD_DOCS=OFF -DOPENCV_GENERATE_PKGCONFIG=OFF \
-    > "$K/opencv_configure.log"
-  ninja -C "$W/build" -j"$JOBS" install > "$K/opencv_build.log"
+    > "$K/opencv_configure.log" 2>&1 || { tail -30 "$K/opencv_configure.log"; exit 1; }
+  ninja -C "$W/build" -j"$JOBS" install > "$K/opencv_build.log" 2>&1 ||
+    { tail -30 "$K/opencv_build.log"; exit 1; }
   # The image libraries beside OpenCV's, named relative to the installed package, so that the
   # bundle builds wherever it lies.
   mkdir -p "$K/opencv/lib/deps"
