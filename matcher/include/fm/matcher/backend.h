@@ -55,8 +55,8 @@ double EstimatedCpuSeconds(const SearchWork& work, int threads);
 
 // CreateKnnBackend for a process that makes only `work`'s searches: under kAuto the CPU where it
 // is estimated to finish them before a GPU would have started (no CUDA call is made then), else
-// as CreateKnnBackend. A process that searches many times (the batch, the logo library, the
-// desktop app) pays the start once and calls CreateKnnBackend.
+// as CreateKnnBackend. A process that searches many times (the batch, the logo library's
+// queries and evaluation, the desktop app) pays the start once and calls CreateKnnBackend.
 std::unique_ptr<core::KnnBackend> CreateKnnBackendFor(const BackendOptions& options,
                                                       const SearchWork& work,
                                                       std::string* note = nullptr);
