@@ -15,17 +15,8 @@ JOBS=$(nproc)
 if [ "${1:-}" = "--jobs" ]; then JOBS=${2:?}; fi
 K=$PWD/build-bundle
 W=$K/work
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-bash scripts/install_deps.sh
-need=()
-for p in dpkg-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev libeigen3-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-done
-if ((${#need[@]})); then
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
-fi
+bash scripts/install_deps.sh dpkg-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev libeigen3-dev
 
 # OpenCV's source package, the installed version, through a private source list (the system's
 # lists are left as they are).

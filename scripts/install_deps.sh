@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages featmatch needs to build, test and run (idempotent).
 # CUDA (nvcc, cuBLAS) is optional: when /usr/local/cuda/bin/nvcc exists the GPU module is built.
+# Package names given as arguments are installed with them (scripts/gpu_bundle.sh's).
 set -euo pipefail
 
 packages=(
@@ -10,6 +11,7 @@ packages=(
   libopenblas-dev libfaiss-dev
   libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev
   libgtest-dev libbenchmark-dev
+  "$@"
 )
 
 missing=()
