@@ -56,9 +56,10 @@ __global__ void __launch_bounds__(T) TbisKernel(SelectArgs a, int64_t row0) {
 // others within a lane; then pairs of runs are merged keeping the lower half, which halves the
 // registers in use each level, until the KB smallest are left in w[0, KB / 32).
 constexpr int kTbisWarpMaxCols = 512;
+constexpr int kTbisWarpThreads = 128;  // four rows in flight a block
 
 template <int KB, int E>
-__global__ void __launch_bounds__(128) TbisWarpKernel(SelectArgs a) {
+__global__ void __launch_bounds__(kTbisWarpThreads) TbisWarpKernel(SelectArgs a) {
   static_assert(KB >= 32 && 32 * E >= KB, "a run of KB words spans whole registers");
   constexpr int C = KB / 32;  // registers a run takes in every lane
   const int lane = threadIdx.x & 31;
@@ -111,14 +112,14 @@ void LaunchTbisWarp(const SelectArgs& a) {
   if constexpr (32 * E < KB) {
     LaunchTbisWarp<KB, KB / 32>(a);
   } else {
-    constexpr int kWarps = 4;
+    constexpr int kWarps = kTbisWarpThreads / 32;
     auto kernel = TbisWarpKernel<KB, E>;
     // As many blocks as the device holds at once, at most a row a warp; warps past them take
     // further rows in turn.
     const int64_t resident =
-        static_cast<int64_t>(std::max(BlocksPerSm(kernel, 32 * kWarps, 0, a), 1)) * a.sms;
+        static_cast<int64_t>(std::max(BlocksPerSm(kernel, kTbisWarpThreads, 0, a), 1)) * a.sms;
     const int64_t blocks = std::min((a.rows + kWarps - 1) / kWarps, resident);
-    kernel<<<static_cast<unsigned>(blocks), 32 * kWarps, 0, a.stream>>>(a);
+    kernel<<<static_cast<unsigned>(blocks), kTbisWarpThreads, 0, a.stream>>>(a);
     FM_CUDA_CHECK_LAUNCH();
   }
 }
