@@ -8,8 +8,8 @@
 On uint8 SIFT descriptors both backends compute exact integer distances, so every match, every
 verified model and every detection should be the same; `same` says whether they are, and the
 fields beside it say what differs where they are not (on float descriptors the distances may
-differ in their last bits: `same_pairs_and_inliers`, `max_relative_distance_difference`). Exit status 0 when the two agree, 1 when
-not, 2 on unreadable input.
+differ in their last bits: `same_pairs_and_inliers`, `max_relative_distance_difference`). Exit
+status 0 when the two agree, 1 when not, 2 on unreadable input.
 """
 import json
 import sqlite3

@@ -419,9 +419,9 @@ std::vector<Param> AllParams() {
     }
   }
   // Rows shorter than 512 columns, which auto gives the merge queue where TBiS is not the faster
-  // (its queue in registers up to k = 128): more rows than there are warps resident, so each warp takes
-  // several rows one after the other; k under, equal to and over the row; an odd stride (rows
-  // not 16-byte aligned, loaded by scalars) with the caller's indices.
+  // (its queue in registers up to k = 128): more rows than there are warps resident, so each warp
+  // takes several rows one after the other; k under, equal to and over the row; an odd stride
+  // (rows not 16-byte aligned, loaded by scalars) with the caller's indices.
   for (SelectAlgo a : {SelectAlgo::kMergeQueue, SelectAlgo::kAuto}) {
     for (int64_t k : {100, 300, 500}) {
       out.push_back({a, k, {"short_9k", 9000, 300, Fill::kMixed}});
