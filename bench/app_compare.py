@@ -3,6 +3,7 @@
 
   app_compare.py match CPU.json GPU.json      `featmatch match --report` files
   app_compare.py logos CPU.json GPU.json      `featmatch logos eval --report` files
+  app_compare.py query CPU.json GPU.json      `featmatch logos query --json` outputs
   app_compare.py batch CPU.db GPU.db          `featmatch batch` COLMAP databases
 
 On uint8 SIFT descriptors both backends compute exact integer distances, so every match, every
@@ -77,6 +78,24 @@ def compare_logos(a_path, b_path):
     }
 
 
+def compare_query(a_path, b_path):
+    a, b = load(a_path), load(b_path)
+
+    def dets(scene):
+        return [(d["name"], d["inliers"], d["candidate_matches"], d["quad"])
+                for d in scene["detections"]]
+    differ = [i for i, (x, y) in enumerate(zip(a, b)) if dets(x) != dets(y)]
+    same = len(a) == len(b) and not differ
+    return same, {
+        "scenes": [len(a), len(b)],
+        "scenes_that_differ": differ[:20],
+        "detections": [sum(len(s["detections"]) for s in a),
+                       sum(len(s["detections"]) for s in b)],
+        "knn_ms": [[s["times_ms"]["knn"] for s in a][:5], [s["times_ms"]["knn"] for s in b][:5]],
+        "backends": [sorted({s["backend"] for s in a}), sorted({s["backend"] for s in b})],
+    }
+
+
 def rows(path, table, cols):
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
@@ -102,13 +121,13 @@ def compare_batch(a_path, b_path):
 
 
 def main():
-    if len(sys.argv) != 4 or sys.argv[1] not in ("match", "logos", "batch"):
+    if len(sys.argv) != 4 or sys.argv[1] not in ("match", "logos", "query", "batch"):
         print(__doc__, file=sys.stderr)
         return 2
     kind, a, b = sys.argv[1:]
     try:
         same, info = {"match": compare_match, "logos": compare_logos,
-                      "batch": compare_batch}[kind](a, b)
+                      "query": compare_query, "batch": compare_batch}[kind](a, b)
     except (OSError, KeyError, ValueError, sqlite3.Error) as e:
         print(json.dumps({"compare": kind, "error": str(e)}))
         return 2

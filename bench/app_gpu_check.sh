@@ -84,6 +84,41 @@ for be in cpu gpu; do
 done
 compare logos $W/logos_cpu.json $W/logos_gpu.json
 
+# Logo queries: a library of three sample logos; one scene on each backend and under auto, taking
+# turns, six runs each (median of the last five; auto chooses at the first scene by the work of
+# all scenes given), then every sample photograph as a scene on both backends.
+L=$W/logos.db
+$F logos add $L $D/box.png $D/opencv-logo.png $D/LinuxLogo.jpg > /dev/null
+declare -A qt=()
+for run in 1 2 3 4 5 6; do
+  for be in cpu gpu auto; do
+    s=$(date +%s.%N)
+    $F logos query $L $D/box_in_scene.png --backend $be --json > $W/q1_$be.json 2> $W/q1_$be.err ||
+      { echo "logos query --backend $be failed"; cat $W/q1_$be.err; }
+    e=$(date +%s.%N)
+    if [ $run -gt 1 ]; then qt[$be]="${qt[$be]:-} $(secs $s $e)"; fi
+  done
+done
+for be in cpu gpu auto; do
+  took=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[0]['backend'].split()[0])" \
+    $W/q1_$be.json 2>/dev/null)
+  python3 -c "import json,statistics,sys; t=[float(x) for x in sys.argv[3:]]; print(json.dumps(
+    {'run':'logos query, one scene','backend':sys.argv[1],'took':sys.argv[2],
+     'median_wall_s':statistics.median(t),'wall_s':t}))" $be "$took" ${qt[$be]} >> $R
+done
+compare query $W/q1_cpu.json $W/q1_gpu.json
+compare query $W/q1_cpu.json $W/q1_auto.json
+for be in cpu gpu auto; do
+  s=$(date +%s.%N)
+  $F logos query $L $D/*.jpg $D/*.png --backend $be --json > $W/qa_$be.json 2> /dev/null
+  rc=$?; e=$(date +%s.%N)
+  took=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[0]['backend'].split()[0])" \
+    $W/qa_$be.json 2>/dev/null)
+  printf '{"run":"logos query, every sample","backend":"%s","took":"%s","rc":%s,"wall_s":%s}\n' \
+    "$be" "$took" $rc "$(secs $s $e)" >> $R
+done
+compare query $W/qa_cpu.json $W/qa_gpu.json
+
 # Batch: the sample photographs (exhaustive pairs) on both backends; on the GPU also stopped by
 # SIGINT after 4 s and run again to the end, which must give the same database.
 mkdir -p $W/imgs && cp $D/*.jpg $D/*.png $W/imgs/ 2>/dev/null

@@ -1,4 +1,5 @@
 // featmatch logos add|list|remove|query|eval: the logo library and its evaluation.
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -271,11 +272,25 @@ int RunQuery(QueryArgs& args) {
     return kExitBadInput;
   }
   std::string note;
-  try {
-    lib.SetBackend(matcher::CreateKnnBackend(args.backend.backend, &note));
-  } catch (const std::runtime_error& e) {
-    std::fprintf(stderr, "featmatch logos query: %s (use --backend cpu or auto)\n", e.what());
-    return kExitGpu;
+  if (args.backend.backend.kind == matcher::BackendKind::kAuto) {
+    // Chosen at the first scene, by its features times the scenes asked for: a query of a few
+    // scenes against a small library ends on the CPU before a GPU would have started.
+    const int scenes = static_cast<int>(args.scenes.size());
+    lib.SetBackendFactory([&args, scenes](const matcher::SearchWork& first) {
+      matcher::SearchWork all = first;
+      all.searches = std::max(scenes, 1);
+      std::string chosen;
+      auto b = matcher::CreateKnnBackendFor(args.backend.backend, all, &chosen);
+      if (!args.json) std::printf("%s\n", chosen.c_str());
+      return b;
+    });
+  } else {
+    try {
+      lib.SetBackend(matcher::CreateKnnBackend(args.backend.backend, &note));
+    } catch (const std::runtime_error& e) {
+      std::fprintf(stderr, "featmatch logos query: %s (use --backend cpu or auto)\n", e.what());
+      return kExitGpu;
+    }
   }
   if (!args.draw.empty()) {
     std::error_code ec;
@@ -293,9 +308,9 @@ int RunQuery(QueryArgs& args) {
   int bad = 0;
   std::set<std::string> drawn;  // drawings' names written so far
   if (!args.json)
-    std::printf("library %s: %lld logos, %lld descriptors; %s\n", args.library.c_str(),
+    std::printf("library %s: %lld logos, %lld descriptors%s%s\n", args.library.c_str(),
                 static_cast<long long>(lib.size()), static_cast<long long>(lib.num_descriptors()),
-                note.c_str());
+                note.empty() ? "" : "; ", note.c_str());
   for (const auto& path : args.scenes) {
     if (g_interrupted) break;
     cv::Mat color;

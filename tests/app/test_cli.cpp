@@ -322,6 +322,29 @@ TEST_F(Cli_, LogoDrawingsOfScenesWithOneNameAreKeptApart) {
   EXPECT_TRUE(fs::exists(Path("d/s_logos.1.png"))) << r.out;
 }
 
+// `logos query` under auto chooses its backend at the first scene, by that scene's search times
+// the scenes asked for: two scenes of a one-logo library are searched on the CPU, and say why;
+// they find what --backend cpu finds.
+TEST_F(Cli_, AutoQueriesASmallLibraryOnTheCpuAndSaysWhy) {
+  ASSERT_EQ(Cli("logos add " + Path("lib.db") + " " + kData + "/box.png").code, 0);
+  const std::string q = "logos query " + Path("lib.db") + " " + kData + "/box_in_scene.png " +
+                        kData + "/box.png ";
+  auto r = Cli(q);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("backend: cpu ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(auto: the searches, about"), std::string::npos) << r.out;
+  EXPECT_LT(r.out.find("backend: cpu ("), r.out.find("box_in_scene.png  (")) << r.out;
+  auto a = Cli(q + "--json"), c = Cli(q + "--backend cpu --json");
+  ASSERT_EQ(a.code, 0) << a.out;
+  ASSERT_EQ(c.code, 0) << c.out;
+  const auto ja = nlohmann::json::parse(a.out), jc = nlohmann::json::parse(c.out);
+  ASSERT_EQ(ja.size(), 2u);
+  for (std::size_t i = 0; i < ja.size(); ++i) {
+    EXPECT_EQ(ja[i]["backend"].get<std::string>().rfind("cpu", 0), 0u) << ja[i]["backend"];
+    EXPECT_EQ(ja[i]["detections"], jc[i]["detections"]);
+  }
+}
+
 TEST_F(Cli_, ExtractSkipsBadImagesAndSaysSo) {
   std::ofstream(Path("bad.png")) << "not an image";
   auto e = Cli("extract " + kData + "/box.png " + Path("bad.png") + " --out " + Path("f"));

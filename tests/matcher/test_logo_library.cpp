@@ -310,6 +310,54 @@ TEST(LogoLibrary, ACancelStopsAQuery) {
   EXPECT_EQ(r.detections[0].name, "box");
 }
 
+// Without a backend set, the factory makes one at the first search, from that search's work (the
+// scene's features against the whole library), once; its queries find what a backend set
+// beforehand finds. A factory that makes nothing is an error, not a crash.
+TEST(LogoLibrary, ABackendFactoryIsGivenTheFirstSearchsWork) {
+  FM_REQUIRE_SAMPLES();
+  TempDir dir;
+  LogoLibrary lib = LogoLibrary::Create(dir.File("lib.db"));
+  lib.AddFile(test::Sample("box.png"));
+  lib.AddFile(test::Sample("opencv-logo.png"));
+  std::vector<SearchWork> asked;
+  KRecordingBackend* made = nullptr;
+  lib.SetBackendFactory([&](const SearchWork& w) {
+    asked.push_back(w);
+    auto b = std::make_unique<KRecordingBackend>();
+    made = b.get();
+    return b;
+  });
+  const cv::Mat scene = LoadGrayImage(test::Sample("box_in_scene.png"));
+  const core::Features f = lib.ExtractSceneFeatures(scene);
+  const LogoQueryResult first = lib.Query(f);
+  const LogoQueryResult second = lib.QueryImage(scene);
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].queries, f.size());
+  EXPECT_EQ(asked[0].corpus, lib.num_descriptors());
+  EXPECT_EQ(asked[0].dim, 128);
+  EXPECT_FALSE(asked[0].float_descriptors);
+  EXPECT_EQ(asked[0].searches, 1);
+  ASSERT_NE(made, nullptr);
+  EXPECT_EQ(made->ks.size(), 2u);
+  EXPECT_EQ(first.backend, "cpu, k recorded");
+
+  LogoLibrary again = LogoLibrary::Open(dir.File("lib.db"));
+  again.SetBackend(core::CreateCpuKnnBackend());
+  const LogoQueryResult set = again.Query(f);
+  ASSERT_EQ(first.detections.size(), set.detections.size());
+  ASSERT_FALSE(set.detections.empty());
+  EXPECT_EQ(set.detections[0].name, "box");
+  for (std::size_t i = 0; i < set.detections.size(); ++i) {
+    EXPECT_EQ(first.detections[i].name, set.detections[i].name);
+    EXPECT_EQ(first.detections[i].inliers, set.detections[i].inliers);
+    EXPECT_EQ(second.detections[i].inliers, set.detections[i].inliers);
+  }
+
+  LogoLibrary none = LogoLibrary::Open(dir.File("lib.db"));
+  none.SetBackendFactory([](const SearchWork&) { return std::unique_ptr<core::KnnBackend>(); });
+  EXPECT_THROW(none.Query(f), std::logic_error);
+}
+
 // Queries against a library of every evaluation logo, built once.
 class LogoQueryTest : public ::testing::Test {
  protected:

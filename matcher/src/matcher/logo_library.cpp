@@ -365,6 +365,7 @@ struct LogoLibrary::Impl {
   std::vector<int32_t> row_logo;            // corpus row -> index into `logos`
   std::vector<int32_t> row_local;           // corpus row -> keypoint index in that logo
   std::unique_ptr<core::KnnBackend> backend;
+  BackendFactory backend_factory;  // makes `backend` on the first search where none was set
   bool corpus_registered = false;  // `corpus` is registered with `backend` (SetCorpus)
 
   void AppendToCorpus(std::size_t logo_index) {
@@ -682,6 +683,10 @@ void LogoLibrary::SetBackend(std::unique_ptr<core::KnnBackend> backend) {
   impl_->corpus_registered = false;
 }
 
+void LogoLibrary::SetBackendFactory(BackendFactory factory) {
+  impl_->backend_factory = std::move(factory);
+}
+
 core::KnnBackend& LogoLibrary::backend() {
   if (!impl_->backend) impl_->backend = CreateKnnBackend(BackendOptions{});
   return *impl_->backend;
@@ -719,6 +724,16 @@ LogoQueryResult LogoLibrary::Query(const core::Features& scene, const LogoQueryO
                            ") do not match the library's (" +
                            core::DescriptorTypeName(d.corpus.type()) + ", " +
                            std::to_string(d.corpus.dim()) + ")");
+  if (!d.backend && d.backend_factory) {
+    SearchWork work;
+    work.queries = scene.size();
+    work.corpus = d.corpus.rows();
+    work.dim = d.corpus.dim();
+    work.float_descriptors = d.corpus.type() != core::DescriptorType::kUint8;
+    d.backend = d.backend_factory(work);
+    if (!d.backend) throw std::logic_error("the backend factory made no backend");
+    d.corpus_registered = false;
+  }
   core::KnnBackend& be = backend();
   r.backend = be.description();
 

@@ -165,6 +165,12 @@ class LogoLibrary {
   // The kNN backend used by Query. Set once; the library keeps it (and whatever it caches)
   // across queries. Without one, Query creates the default (kAuto) backend on first use.
   void SetBackend(std::unique_ptr<core::KnnBackend> backend);
+  // Where no backend was set, Query makes it with `factory` on first use, given that search's
+  // work (the scene's features against the whole library, one search): a caller that knows how
+  // many scenes will follow can choose the backend by the whole work (CreateKnnBackendFor), which
+  // it cannot before the first scene's features are known.
+  using BackendFactory = std::function<std::unique_ptr<core::KnnBackend>(const SearchWork& work)>;
+  void SetBackendFactory(BackendFactory factory);
   core::KnnBackend& backend();
 
   // Extracts features of the scene with the library's settings.
