@@ -583,6 +583,64 @@ TEST(MatchControllerTest, ACancelStopsTheSearchesOfTheMatchStage) {
       << " ms; the cancel took " << stopped_ms << " ms to stop the match";
 }
 
+// Under auto the controller matches on the CPU while a match's search would end before a GPU had
+// started, and says so; a larger match makes the backend again (the GPU where there is one), which
+// then serves the small matches after it too. One thread, so that the estimates do not depend on
+// the machine's cores.
+TEST(MatchControllerTest, AutoStaysOnTheCpuUntilAMatchIsWorthAGpusStart) {
+  FM_REQUIRE_SAMPLES("box.png", "box_in_scene.png", "graf1.png", "graf3.png");
+  App();
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  ui::MatchRequest small;
+  small.path_a = QString::fromStdString(test::Sample("box.png"));
+  small.path_b = QString::fromStdString(test::Sample("box_in_scene.png"));
+  small.backend.kind = matcher::BackendKind::kAuto;
+  small.backend.threads = 1;
+  ui::MatchRequest large = small;
+  for (int side = 0; side < 2; ++side) {
+    const cv::Mat image = cv::imread(test::Sample(side == 0 ? "graf1.png" : "graf3.png"));
+    ASSERT_FALSE(image.empty());
+    cv::Mat bigger;
+    cv::resize(image, bigger, cv::Size(), 2.0, 2.0, cv::INTER_CUBIC);
+    const QString path = dir.filePath(side == 0 ? "a.png" : "b.png");
+    ASSERT_TRUE(cv::imwrite(path.toStdString(), bigger));
+    (side == 0 ? large.path_a : large.path_b) = path;
+  }
+  large.sift.contrast_threshold = 0.01;  // about 25000 features an image
+  ui::MatchController controller;
+  std::shared_ptr<const ui::MatchOutcome> outcome;
+  QObject::connect(&controller, &ui::MatchController::finished,
+                   [&](std::shared_ptr<const ui::MatchOutcome> o) { outcome = std::move(o); });
+  auto run = [&](const ui::MatchRequest& r) {
+    outcome.reset();
+    controller.Run(r);
+    return WaitFor([&] { return outcome != nullptr; }, 120000);
+  };
+  const std::string waits = "ends before a GPU would have started";
+  ASSERT_TRUE(run(small));
+  EXPECT_NE(outcome->backend_note.find("backend: cpu ("), std::string::npos)
+      << outcome->backend_note;
+  EXPECT_NE(outcome->backend_note.find(waits), std::string::npos) << outcome->backend_note;
+  const auto small_matches = outcome->result.matches.size();
+  EXPECT_GT(small_matches, 50u);
+
+  ASSERT_TRUE(run(large));
+  matcher::SearchWork work;
+  work.queries = outcome->result.features_a;
+  work.corpus = outcome->result.features_b;
+  work.dim = 128;
+  ASSERT_GE(matcher::EstimatedCpuSeconds(work, 1), matcher::kGpuStartSeconds)
+      << work.queries << " x " << work.corpus << " features";
+  const std::string large_note = outcome->backend_note;
+  EXPECT_EQ(large_note.find(waits), std::string::npos) << large_note;
+  EXPECT_NE(large_note.find("(auto: "), std::string::npos) << large_note;
+
+  ASSERT_TRUE(run(small));
+  EXPECT_EQ(outcome->backend_note, large_note);
+  EXPECT_EQ(outcome->result.matches.size(), small_matches);
+}
+
 TEST_F(MatchViewTest, GuidedMatchingIsACheckBoxOfThePanel) {
   auto* guided = view_->findChild<QCheckBox*>("guided");
   ASSERT_NE(guided, nullptr);

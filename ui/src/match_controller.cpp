@@ -18,6 +18,9 @@ struct MatchController::BackendSlot {
   std::string key;
   std::unique_ptr<core::KnnBackend> backend;
   std::string note;
+  // `backend` is the CPU that `auto` took for a search too small to wait for a GPU's start: the
+  // first larger search makes the backend again (the GPU where there is one), which then stays.
+  bool cpu_for_small = false;
 };
 
 namespace {
@@ -193,10 +196,26 @@ MatchController::Work MatchController::Execute(const MatchRequest& request,
         {
           std::lock_guard lock(backend_->mutex);
           const std::string key = BackendKey(request.backend);
-          if (!backend_->backend || backend_->key != key) {
+          // Under auto the app stays on the CPU while each match's search would end before a
+          // GPU had started (as `featmatch match` does); once one would not, the GPU is brought
+          // up and kept for every match after it, small ones too.
+          matcher::SearchWork search;
+          search.queries = fa.features->size();
+          search.corpus = fb.features->size();
+          search.dim = fa.features->descriptors.dim();
+          search.float_descriptors =
+              fa.features->descriptors.type() != core::DescriptorType::kUint8;
+          search.searches = request.match.filter.mutual ? 2 : 1;
+          const bool small =
+              request.backend.kind == matcher::BackendKind::kAuto &&
+              matcher::EstimatedCpuSeconds(search, request.backend.threads) <
+                  matcher::kGpuStartSeconds;
+          if (!backend_->backend || backend_->key != key || backend_->cpu_for_small) {
             backend_->backend.reset();
-            backend_->backend = matcher::CreateKnnBackend(request.backend, &backend_->note);
+            backend_->backend =
+                matcher::CreateKnnBackendFor(request.backend, search, &backend_->note);
             backend_->key = key;
+            backend_->cpu_for_small = small;
           }
           outcome->result = matcher::MatchFeatures(*fa.features, *fb.features, request.match,
                                                    *backend_->backend, nullptr, &cancel);
