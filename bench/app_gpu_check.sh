@@ -41,29 +41,40 @@ secs() { awk "BEGIN{printf \"%.3f\", $2 - $1}"; }
 R=$OUT/app_gpu.jsonl
 : > $R
 compare() { python3 bench/app_compare.py "$@" | tee -a $R; }
-# Two images: each pair on each backend and under auto, the three taking turns, six runs each;
-# the median wall time of the last five (the first reads the files from disk) and the backend
-# auto took.
-for pair in "box.png box_in_scene.png" "graf1.png graf3.png" "aloeL.jpg aloeR.jpg" \
-            "left01.jpg left02.jpg" "box.png box.png"; do
-  set -- $pair
-  declare -A times=()
-  for run in 1 2 3 4 5 6; do
+# `$run BE` six times a backend, the three backends taking turns; a JSON line a backend: the
+# fields of $label, the median wall time of the last five runs (the first reads the files from
+# disk) and the backend it took (`$took BE`).
+time_turns() {
+  local label=$1 run=$2 took=$3 i be s e
+  local -A t=()
+  for i in 1 2 3 4 5 6; do
     for be in cpu gpu auto; do
-      s=$(date +%s.%N)
-      $F match $D/$1 $D/$2 --backend $be --report $W/$be.json > $W/$be.txt 2>&1 ||
-        { echo "match $1 $2 --backend $be failed"; cat $W/$be.txt; }
-      e=$(date +%s.%N)
-      if [ $run -gt 1 ]; then times[$be]="${times[$be]:-} $(secs $s $e)"; fi
+      s=$(date +%s.%N); $run $be; e=$(date +%s.%N)
+      if [ $i -gt 1 ]; then t[$be]="${t[$be]:-} $(secs $s $e)"; fi
     done
   done
   for be in cpu gpu auto; do
-    took=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['backend'].split()[0])" \
-      $W/$be.json 2>/dev/null)
-    python3 -c "import json,statistics,sys; t=[float(x) for x in sys.argv[5:]]; print(json.dumps(
-      {'run':'match','pair':sys.argv[1]+' '+sys.argv[2],'backend':sys.argv[3],'took':sys.argv[4],
-       'median_wall_s':statistics.median(t),'wall_s':t}))" $1 $2 $be "$took" ${times[$be]} >> $R
+    python3 -c "import json,statistics,sys; t=[float(x) for x in sys.argv[4:]]
+r=json.loads(sys.argv[1]); r.update({'backend':sys.argv[2],'took':sys.argv[3],
+  'median_wall_s':statistics.median(t),'wall_s':t}); print(json.dumps(r))" \
+      "$label" $be "$($took $be)" ${t[$be]} >> $R
   done
+}
+backend_of() {  # the first word of the backend in a report (python expression on j)
+  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(($2).split()[0])" $1 \
+    2>/dev/null
+}
+# Two images: each pair on each backend and under auto.
+match_run() {
+  $F match $D/$P1 $D/$P2 --backend $1 --report $W/$1.json > $W/$1.txt 2>&1 ||
+    { echo "match $P1 $P2 --backend $1 failed"; cat $W/$1.txt; }
+}
+match_took() { backend_of $W/$1.json "j['backend']"; }
+for pair in "box.png box_in_scene.png" "graf1.png graf3.png" "aloeL.jpg aloeR.jpg" \
+            "left01.jpg left02.jpg" "box.png box.png"; do
+  set -- $pair
+  P1=$1 P2=$2
+  time_turns "{\"run\":\"match\",\"pair\":\"$P1 $P2\"}" match_run match_took
   compare match $W/cpu.json $W/gpu.json
 done
 # RootSIFT (float descriptors): the GPU's exact mode against the CPU's BLAS GEMM.
@@ -89,31 +100,19 @@ compare logos $W/logos_cpu.json $W/logos_gpu.json
 # all scenes given), then every sample photograph as a scene on both backends.
 L=$W/logos.db
 $F logos add $L $D/box.png $D/opencv-logo.png $D/LinuxLogo.jpg > /dev/null
-declare -A qt=()
-for run in 1 2 3 4 5 6; do
-  for be in cpu gpu auto; do
-    s=$(date +%s.%N)
-    $F logos query $L $D/box_in_scene.png --backend $be --json > $W/q1_$be.json 2> $W/q1_$be.err ||
-      { echo "logos query --backend $be failed"; cat $W/q1_$be.err; }
-    e=$(date +%s.%N)
-    if [ $run -gt 1 ]; then qt[$be]="${qt[$be]:-} $(secs $s $e)"; fi
-  done
-done
-for be in cpu gpu auto; do
-  took=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[0]['backend'].split()[0])" \
-    $W/q1_$be.json 2>/dev/null)
-  python3 -c "import json,statistics,sys; t=[float(x) for x in sys.argv[3:]]; print(json.dumps(
-    {'run':'logos query, one scene','backend':sys.argv[1],'took':sys.argv[2],
-     'median_wall_s':statistics.median(t),'wall_s':t}))" $be "$took" ${qt[$be]} >> $R
-done
+query_run() {
+  $F logos query $L $D/box_in_scene.png --backend $1 --json > $W/q1_$1.json 2> $W/q1_$1.err ||
+    { echo "logos query --backend $1 failed"; cat $W/q1_$1.err; }
+}
+query_took() { backend_of $W/q1_$1.json "j[0]['backend']"; }
+time_turns '{"run":"logos query, one scene"}' query_run query_took
 compare query $W/q1_cpu.json $W/q1_gpu.json
 compare query $W/q1_cpu.json $W/q1_auto.json
 for be in cpu gpu auto; do
   s=$(date +%s.%N)
   $F logos query $L $D/*.jpg $D/*.png --backend $be --json > $W/qa_$be.json 2> /dev/null
   rc=$?; e=$(date +%s.%N)
-  took=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[0]['backend'].split()[0])" \
-    $W/qa_$be.json 2>/dev/null)
+  took=$(backend_of $W/qa_$be.json "j[0]['backend']")
   printf '{"run":"logos query, every sample","backend":"%s","took":"%s","rc":%s,"wall_s":%s}\n' \
     "$be" "$took" $rc "$(secs $s $e)" >> $R
 done
