@@ -17,6 +17,7 @@
 #include "cuda_check.cuh"
 #include "fm/gpu/resources.h"
 #include "fm/gpu/select_k.h"
+#include "micro/fill_uniform.cuh"
 #include "micro/read_kernels.cuh"
 
 namespace fm::bench {
@@ -24,17 +25,6 @@ namespace {
 
 using fm::gpu::detail::CudaEvent;
 using fm::gpu::detail::DeviceBuffer;
-
-__global__ void FillUniformKernel(float* d, int64_t n, uint64_t seed) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    uint64_t x = (static_cast<uint64_t>(i) + seed) * 0x9E3779B97F4A7C15ull;
-    x ^= x >> 31;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 29;
-    d[i] = static_cast<float>(x >> 40) * (1.0f / 16777216.0f);
-  }
-}
 
 // --data zero: each row of `cols` columns also holds one 0 (at a column drawn from the row's
 // index), as a distance row does whose query is in the corpus (a self-join, a duplicate image).

@@ -19,21 +19,12 @@
 #include "cuda_check.cuh"
 #include "fm/gpu/resources.h"
 #include "fm/gpu/select_k.h"
+#include "micro/fill_uniform.cuh"
 #include "micro/read_kernels.cuh"
 
 using fm::gpu::detail::CudaEvent;
 using fm::gpu::detail::DeviceBuffer;
 
-__global__ void Fill(float* d, int64_t n, uint64_t seed) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    uint64_t x = (static_cast<uint64_t>(i) + seed) * 0x9E3779B97F4A7C15ull;
-    x ^= x >> 31;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 29;
-    d[i] = static_cast<float>(x >> 40) * (1.0f / 16777216.0f);
-  }
-}
 __global__ void Spin(long long cycles) {
   const long long t0 = clock64();
   while (clock64() - t0 < cycles) {
@@ -88,7 +79,7 @@ int main() {
   for (auto s : shapes) {
     const int64_t n = s.rows * s.cols;
     DeviceBuffer<float> d(n), sums(1 << 16);
-    Fill<<<4096, 256, 0, st>>>(d.data(), n, 1234);
+    fm::bench::FillUniformKernel<<<4096, 256, 0, st>>>(d.data(), n, 1234);
     FM_CUDA_CHECK(cudaStreamSynchronize(st));
     DeviceBuffer<float> ov(s.rows * 1024);
     DeviceBuffer<int64_t> oi(s.rows * 1024);
