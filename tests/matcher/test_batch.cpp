@@ -470,6 +470,33 @@ TEST_F(BatchTest, BatchingLimitsDoNotChangeResults) {
   EXPECT_EQ(test::DumpDatabase(db), test::DumpDatabase(*reference_db_));
 }
 
+// Under auto the backend is chosen once the pairs are known: six small images are searched on the
+// CPU, which says why, into the database the CPU backend makes; two views of a photograph of
+// about 10000 features each, searched both ways on one thread, are estimated past a GPU's start
+// and go to CreateKnnBackend's choice (the GPU where there is one), with no such reason.
+TEST_F(BatchTest, AutoChoosesTheBackendByTheJobsSearches) {
+  const std::string db = TempDir("auto") + "/a.db";
+  BatchOptions o = Options(folder_->dir, db);
+  o.backend.kind = BackendKind::kAuto;
+  const BatchSummary small = RunBatch(o);
+  ASSERT_EQ(small.stage, BatchStage::kDone) << small.error;
+  EXPECT_EQ(small.backend.rfind("cpu (", 0), 0u) << small.backend;
+  EXPECT_NE(small.backend.find("(auto: the searches, about"), std::string::npos) << small.backend;
+  EXPECT_EQ(test::DumpDatabase(db), test::DumpDatabase(*reference_db_));
+
+  const test::BatchFolder large =
+      test::MakeBatchFolder(TempDir("aloe"), {"aloeL.jpg"}, 2, 900);
+  BatchOptions lo = Options(large.dir, TempDir("aloe_db") + "/l.db");
+  lo.backend.kind = BackendKind::kAuto;
+  lo.backend.threads = 1;
+  lo.match.filter.mutual = true;
+  const BatchSummary big = RunBatch(lo);
+  ASSERT_EQ(big.stage, BatchStage::kDone) << big.error;
+  EXPECT_EQ(big.backend.find("before a GPU would have started"), std::string::npos)
+      << big.backend;
+  EXPECT_EQ(big.backend.rfind(GpuAvailable() ? "gpu (" : "cpu (", 0), 0u) << big.backend;
+}
+
 TEST_F(BatchTest, SequentialPairsNeighboursInNameOrder) {
   const std::string db = TempDir("seq") + "/s.db";
   BatchOptions o = Options(folder_->dir, db);

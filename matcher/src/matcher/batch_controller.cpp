@@ -357,7 +357,8 @@ struct BatchController::Impl {
 
   BatchOptions options;
   detail::FolderScan scan, query_scan;
-  std::unique_ptr<core::KnnBackend> backend;
+  std::unique_ptr<core::KnnBackend> backend;  // under auto made once the pairs are known
+  std::string backend_why;  // why auto took the CPU for a small job, after its description
   core::Stopwatch clock;
   RunLock run_lock;  // held from Start until the run's connections are closed
 
@@ -664,6 +665,35 @@ struct BatchController::Impl {
     if (error) std::rethrow_exception(error);
   }
 
+  // Under auto, once the pairs to match are known: the CPU where it is estimated to make all
+  // their searches before a GPU would have started (a few small images; no CUDA call is made
+  // then), else CreateKnnBackend's choice. The searches' work is the pairs of descriptors of all
+  // the pairs, each image's count as stored.
+  void ChooseBackend(ColmapDatabase& db, const std::vector<std::pair<int64_t, int64_t>>& todo) {
+    std::unordered_map<int64_t, int64_t> rows;
+    auto rows_of = [&](int64_t id) {
+      auto it = rows.find(id);
+      if (it == rows.end()) it = rows.emplace(id, db.NumKeypoints(id)).first;
+      return it->second;
+    };
+    int64_t pairs = 0;  // of descriptors, over all the searches one way
+    for (const auto& [a, b] : todo) pairs += rows_of(a) * rows_of(b);
+    // As searches of the mean pair's size, one a pair (two with the mutual check).
+    const int64_t n = std::max<int64_t>(static_cast<int64_t>(todo.size()), 1);
+    SearchWork work;
+    work.queries = (pairs + n - 1) / n;
+    work.corpus = 1;
+    work.dim = 128;
+    work.float_descriptors = options.sift.root_sift;
+    const int64_t searches = n * (options.match.filter.mutual ? 2 : 1);
+    work.searches = static_cast<int>(std::min<int64_t>(searches, INT32_MAX));
+    std::string note;
+    backend = CreateKnnBackendFor(options.backend, work, &note);
+    const std::string small = "(auto: the search";
+    const auto at = note.find(small);
+    if (at != std::string::npos) backend_why = " " + note.substr(at);
+  }
+
   void Run() {
     try {
       ColmapDatabase db(options.database, ColmapDatabase::Mode::kReadWrite);
@@ -686,6 +716,7 @@ struct BatchController::Impl {
             todo.push_back(p);
         summary.pairs_total = static_cast<int64_t>(pairs.size());
         summary.pairs_previous = summary.pairs_total - static_cast<int64_t>(todo.size());
+        if (!backend) ChooseBackend(db, todo);
         Match(db, todo, summary.pairs_previous, summary.pairs_total);
 
         std::vector<int64_t> job_ids;
@@ -712,7 +743,8 @@ struct BatchController::Impl {
       summary.error = "unknown error";
     }
     run_lock.Release();  // every connection of the run is closed by now
-    summary.backend = backend->description();  // the threads its searches ran on
+    // The threads its searches ran on; no backend where the run stopped before its pairs.
+    summary.backend = backend ? backend->description() + backend_why : "none (no pair searched)";
     summary.total_seconds = clock.ElapsedMs() / 1000.0;
     Report(summary.stage, progress.done, progress.total, summary.match_seconds);
     std::lock_guard<std::mutex> lock(mu);
@@ -823,13 +855,22 @@ void BatchController::Start(const BatchOptions& options) {
     throw BatchError(e.what());
   }
 
-  std::string note;
-  try {
-    im.backend = CreateKnnBackend(options.backend, &note);
-  } catch (const std::exception& e) {
-    throw BatchError(e.what());
+  // A backend asked for by name is made now, so that a missing GPU stops the run before any
+  // work; under auto it is chosen once the pairs are known (ChooseBackend).
+  im.backend.reset();
+  im.backend_why.clear();
+  if (options.backend.kind == BackendKind::kAuto) {
+    std::string why;
+    if (!options.backend.Check(&why)) throw BatchError("backend options: " + why);
+    im.summary.backend.clear();
+  } else {
+    try {
+      im.backend = CreateKnnBackend(options.backend);
+    } catch (const std::exception& e) {
+      throw BatchError(e.what());
+    }
+    im.summary.backend = im.backend->description();
   }
-  im.summary.backend = im.backend->description();
 
   im.run_lock = std::move(run_lock);
   {
