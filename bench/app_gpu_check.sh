@@ -129,6 +129,18 @@ for be in cpu gpu; do
   printf '{"run":"batch","backend":"%s","rc":%s,"wall_s":%s}\n' "$be" $rc "$(secs $s $e)" >> $R
 done
 compare batch $W/cpu.db $W/gpu.db
+# Under auto: the 91 images (the GPU where its searches are estimated past a GPU's start) and two
+# small ones (the CPU), what each took and its wall time.
+mkdir -p $W/two && cp $D/box.png $D/box_in_scene.png $W/two/
+for job in imgs two; do
+  s=$(date +%s.%N)
+  timeout 300 $F batch $W/$job --db $W/auto_$job.db --quiet --summary $W/batch_auto_$job.json \
+    > /dev/null 2>&1
+  rc=$?; e=$(date +%s.%N)
+  printf '{"run":"batch auto","images":"%s","took":"%s","rc":%s,"wall_s":%s}\n' "$job" \
+    "$(backend_of $W/batch_auto_$job.json "j['backend']")" $rc "$(secs $s $e)" >> $R
+done
+compare batch $W/gpu.db $W/auto_imgs.db
 $F batch $W/imgs --db $W/int.db --backend gpu --quiet > $W/int1.txt 2>&1 &
 p=$!; sleep 4; kill -INT $p; wait $p; rc1=$?
 $F batch $W/imgs --db $W/int.db --backend gpu --quiet > $W/int2.txt 2>&1; rc2=$?
