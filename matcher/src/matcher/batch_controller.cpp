@@ -689,9 +689,11 @@ struct BatchController::Impl {
     work.searches = static_cast<int>(std::min<int64_t>(searches, INT32_MAX));
     std::string note;
     backend = CreateKnnBackendFor(options.backend, work, &note);
-    const std::string small = "(auto: the search";
-    const auto at = note.find(small);
-    if (at != std::string::npos) backend_why = " " + note.substr(at);
+    // The note is "backend: <description> (auto: <why>)"; the why is kept where it is the size.
+    const auto at = note.rfind(" (auto: ");
+    if (EstimatedCpuSeconds(work, options.backend.threads) < kGpuStartSeconds &&
+        at != std::string::npos)
+      backend_why = note.substr(at);
   }
 
   void Run() {
