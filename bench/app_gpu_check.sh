@@ -2,10 +2,12 @@
 # The whole application on a CUDA machine that lacks OpenCV, SQLite and the JSON headers (the GPU
 # machine), built against build-bundle/ (scripts/gpu_bundle.sh, run first on a Debian machine; its
 # build-bundle/pack/ brought along with the tree): the CLI and the matcher, app, core and backend
-# tests with the GPU present (the tests' `auto` backend is then the GPU), then the CLI end to end
-# on the sample photographs with --backend cpu and --backend gpu, what each wrote compared by
-# bench/app_compare.py (on uint8 SIFT both search exactly: every match, model and detection the
-# same), a batch interrupted by SIGINT on the GPU and resumed, and bad input on the GPU path.
+# tests with the GPU present (the tests' `auto` backend is then the GPU, but for searches it
+# estimates end before a GPU would have started), then the CLI end to end on the sample
+# photographs with --backend cpu, --backend gpu and auto (match, logos eval and query, batch),
+# what each wrote compared by bench/app_compare.py (on uint8 SIFT both search exactly: every
+# match, model and detection the same), a batch interrupted by SIGINT on the GPU and resumed, and
+# bad input on the GPU path.
 # Usage: bench/app_gpu_check.sh OUTDIR
 set -u -o pipefail
 OUT=${1:?outdir}
