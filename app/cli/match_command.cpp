@@ -139,12 +139,8 @@ int RunMatch(MatchArgs& args) {
   std::string note;
   std::unique_ptr<core::KnnBackend> backend;
   try {
-    matcher::SearchWork work;
-    work.queries = a.features.size();
-    work.corpus = b.features.size();
-    work.dim = a.features.descriptors.dim();
-    work.float_descriptors = a.features.descriptors.type() != core::DescriptorType::kUint8;
-    work.searches = args.match.match.filter.mutual ? 2 : 1;
+    const matcher::SearchWork work = matcher::SearchWorkOf(
+        a.features.descriptors, b.features.descriptors, args.match.match.filter.mutual ? 2 : 1);
     backend = matcher::CreateKnnBackendFor(args.backend.backend, work, &note);
   } catch (const std::runtime_error& e) {
     std::fprintf(stderr, "featmatch match: %s (use --backend cpu or auto)\n", e.what());

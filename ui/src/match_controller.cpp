@@ -199,17 +199,10 @@ MatchController::Work MatchController::Execute(const MatchRequest& request,
           // Under auto the app stays on the CPU while each match's search would end before a
           // GPU had started (as `featmatch match` does); once one would not, the GPU is brought
           // up and kept for every match after it, small ones too.
-          matcher::SearchWork search;
-          search.queries = fa.features->size();
-          search.corpus = fb.features->size();
-          search.dim = fa.features->descriptors.dim();
-          search.float_descriptors =
-              fa.features->descriptors.type() != core::DescriptorType::kUint8;
-          search.searches = request.match.filter.mutual ? 2 : 1;
-          const bool small =
-              request.backend.kind == matcher::BackendKind::kAuto &&
-              matcher::EstimatedCpuSeconds(search, request.backend.threads) <
-                  matcher::kGpuStartSeconds;
+          const matcher::SearchWork search =
+              matcher::SearchWorkOf(fa.features->descriptors, fb.features->descriptors,
+                                    request.match.filter.mutual ? 2 : 1);
+          const bool small = matcher::AutoTakesTheCpuFor(request.backend, search);
           if (!backend_->backend || backend_->key != key || backend_->cpu_for_small) {
             backend_->backend.reset();
             backend_->backend =

@@ -111,13 +111,27 @@ double EstimatedCpuSeconds(const SearchWork& work, int threads) {
   return pairs / (rate * t);
 }
 
+SearchWork SearchWorkOf(const core::DescriptorMatrix& queries, const core::DescriptorMatrix& corpus,
+                        int searches) {
+  SearchWork w;
+  w.queries = queries.rows();
+  w.corpus = corpus.rows();
+  w.dim = queries.dim();
+  w.float_descriptors = queries.type() != core::DescriptorType::kUint8;
+  w.searches = searches;
+  return w;
+}
+
+bool AutoTakesTheCpuFor(const BackendOptions& options, const SearchWork& work) {
+  return options.kind == BackendKind::kAuto &&
+         EstimatedCpuSeconds(work, options.threads) < kGpuStartSeconds;
+}
+
 std::unique_ptr<core::KnnBackend> CreateKnnBackendFor(const BackendOptions& options,
                                                       const SearchWork& work,
                                                       std::string* note) {
+  if (!AutoTakesTheCpuFor(options, work)) return CreateKnnBackend(options, note);
   const double cpu_s = EstimatedCpuSeconds(work, options.threads);
-  if (options.kind != BackendKind::kAuto || cpu_s >= kGpuStartSeconds) {
-    return CreateKnnBackend(options, note);
-  }
   BackendOptions cpu = options;
   cpu.kind = BackendKind::kCpu;
   auto b = CreateKnnBackend(cpu, nullptr);

@@ -691,8 +691,7 @@ struct BatchController::Impl {
     backend = CreateKnnBackendFor(options.backend, work, &note);
     // The note is "backend: <description> (auto: <why>)"; the why is kept where it is the size.
     const auto at = note.rfind(" (auto: ");
-    if (EstimatedCpuSeconds(work, options.backend.threads) < kGpuStartSeconds &&
-        at != std::string::npos)
+    if (AutoTakesTheCpuFor(options.backend, work) && at != std::string::npos)
       backend_why = note.substr(at);
   }
 

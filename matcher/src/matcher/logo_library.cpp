@@ -725,12 +725,7 @@ LogoQueryResult LogoLibrary::Query(const core::Features& scene, const LogoQueryO
                            core::DescriptorTypeName(d.corpus.type()) + ", " +
                            std::to_string(d.corpus.dim()) + ")");
   if (!d.backend && d.backend_factory) {
-    SearchWork work;
-    work.queries = scene.size();
-    work.corpus = d.corpus.rows();
-    work.dim = d.corpus.dim();
-    work.float_descriptors = d.corpus.type() != core::DescriptorType::kUint8;
-    d.backend = d.backend_factory(work);
+    d.backend = d.backend_factory(SearchWorkOf(scene.descriptors, d.corpus));
     if (!d.backend) throw std::logic_error("the backend factory made no backend");
     d.corpus_registered = false;
   }

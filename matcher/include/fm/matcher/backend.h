@@ -40,6 +40,10 @@ struct SearchWork {
   int searches = 1;      // 2 with the mutual check
 };
 
+// The work of `searches` searches of `queries` among `corpus`.
+SearchWork SearchWorkOf(const core::DescriptorMatrix& queries, const core::DescriptorMatrix& corpus,
+                        int searches = 1);
+
 // The seconds a process spends bringing a GPU up before its first search (the driver, the
 // context, cuBLAS, the search's first launches): 0.27-0.43 s on an H200 host, measured as the
 // wall time `featmatch match` takes with --backend gpu over --backend cpu on five pairs of sample
@@ -52,6 +56,10 @@ constexpr double kGpuStartSeconds = 0.35;
 // float pairs at half that (RootSIFT graf1 -> graf3: 6.8-9.0 against 3.9-4.9 ms there), in
 // proportion to the dimension.
 double EstimatedCpuSeconds(const SearchWork& work, int threads);
+
+// Whether `options` are kAuto and the CPU is estimated to end `work` before a GPU would have
+// started: CreateKnnBackendFor's rule, for callers that say why or choose again later.
+bool AutoTakesTheCpuFor(const BackendOptions& options, const SearchWork& work);
 
 // CreateKnnBackend for a process that makes only `work`'s searches: under kAuto the CPU where it
 // is estimated to finish them before a GPU would have started (no CUDA call is made then), else
