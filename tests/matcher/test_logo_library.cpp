@@ -358,6 +358,62 @@ TEST(LogoLibrary, ABackendFactoryIsGivenTheFirstSearchsWork) {
   EXPECT_THROW(none.Query(f), std::logic_error);
 }
 
+// A factory set on a library that has a backend is asked at the next search only: nullptr keeps
+// the backend the library has, a backend made replaces it; SetBackend drops a factory not asked.
+TEST(LogoLibrary, ABackendFactorySetLaterChoosesAgainAtTheNextSearch) {
+  FM_REQUIRE_SAMPLES();
+  TempDir dir;
+  LogoLibrary lib = LogoLibrary::Create(dir.File("lib.db"));
+  lib.AddFile(test::Sample("box.png"));
+  auto first = std::make_unique<KRecordingBackend>();
+  KRecordingBackend* kept = first.get();
+  lib.SetBackend(std::move(first));
+  const cv::Mat scene = LoadGrayImage(test::Sample("box_in_scene.png"));
+  const core::Features f = lib.ExtractSceneFeatures(scene);
+  const LogoQueryResult before = lib.Query(f);
+
+  int asked = 0;
+  lib.SetBackendFactory([&](const SearchWork& w) {
+    ++asked;
+    EXPECT_EQ(w.queries, f.size());
+    return std::unique_ptr<core::KnnBackend>();  // keep the library's
+  });
+  const LogoQueryResult kept_result = lib.Query(f);
+  lib.Query(f);
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(kept->ks.size(), 3u);
+
+  KRecordingBackend* replaced = nullptr;
+  lib.SetBackendFactory([&](const SearchWork&) {
+    ++asked;
+    auto b = std::make_unique<KRecordingBackend>();
+    replaced = b.get();
+    return b;
+  });
+  const LogoQueryResult after = lib.Query(f);
+  EXPECT_EQ(asked, 2);
+  ASSERT_NE(replaced, nullptr);
+  EXPECT_EQ(replaced->ks.size(), 1u);
+
+  lib.SetBackendFactory([&](const SearchWork&) {
+    ++asked;
+    return std::unique_ptr<core::KnnBackend>();
+  });
+  lib.SetBackend(core::CreateCpuKnnBackend());
+  const LogoQueryResult plain = lib.Query(f);
+  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(plain.backend.rfind("cpu", 0), 0u);
+
+  ASSERT_FALSE(before.detections.empty());
+  for (const LogoQueryResult* r : {&kept_result, &after, &plain}) {
+    ASSERT_EQ(r->detections.size(), before.detections.size());
+    for (std::size_t i = 0; i < before.detections.size(); ++i) {
+      EXPECT_EQ(r->detections[i].name, before.detections[i].name);
+      EXPECT_EQ(r->detections[i].inliers, before.detections[i].inliers);
+    }
+  }
+}
+
 // Queries against a library of every evaluation logo, built once.
 class LogoQueryTest : public ::testing::Test {
  protected:

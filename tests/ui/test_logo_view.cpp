@@ -26,6 +26,7 @@
 
 #include "../matcher/test_images.h"
 #include "fm/matcher/logo_eval.h"
+#include "fm/matcher/backend.h"
 #include "fm/matcher/logo_library.h"
 #include "fm/ui/logo_view.h"
 #include "fm/ui/main_window.h"
@@ -466,6 +467,78 @@ TEST_F(LogoViewTest, NewLibraryOnAnExistingFileAsksOnce) {
   EXPECT_EQ(view_->controller()->libraryPath(), existing);
   EXPECT_EQ(view_->logoCount(), 1);
   EXPECT_TRUE(errors_.isEmpty()) << errors_.join("\n").toStdString();
+}
+
+
+// Under auto the logo queries stay on the CPU while a query (its first scene's features times the
+// scenes asked for) would end before a GPU had started; the first query that would not brings the
+// GPU up (or, without one, settles on the CPU), and the queries after it keep that backend.
+TEST(LogoControllerTest, AutoStaysOnTheCpuUntilAQueryIsWorthAGpusStart) {
+  FM_REQUIRE_SAMPLES("box.png", "box_in_scene.png");
+  App();
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  ui::LogoController controller;
+  matcher::BackendOptions backend;
+  backend.kind = matcher::BackendKind::kAuto;
+  backend.threads = 1;
+  controller.SetBackend(backend);
+  QStringList errors;
+  std::vector<std::shared_ptr<const ui::SceneResult>> results;
+  QObject::connect(&controller, &ui::LogoController::failed,
+                   [&](const QString& t, const QString& m) { errors << t + ": " + m; });
+  QObject::connect(&controller, &ui::LogoController::sceneDone,
+                   [&](int, int, std::shared_ptr<const ui::SceneResult> r) {
+                     results.push_back(r);
+                     controller.CancelQuery();  // one scene of each query is enough
+                   });
+  auto idle = [&] { return WaitFor([&] { return !controller.busy(); }, 120000); };
+  controller.OpenLibrary(dir.filePath("auto.db"), true);
+  controller.AddLogos({QString::fromStdString(test::Sample("box.png"))});
+  ASSERT_TRUE(idle());
+  ASSERT_TRUE(errors.isEmpty()) << errors.join("\n").toStdString();
+  const QString scene = QString::fromStdString(test::Sample("box_in_scene.png"));
+
+  const std::string waits = "ends before a GPU would have started";
+  controller.Query({scene}, {});
+  ASSERT_TRUE(idle());
+  ASSERT_EQ(results.size(), 1u);
+  const std::string small_note = results[0]->backend_note;
+  EXPECT_NE(small_note.find("backend: cpu ("), std::string::npos) << small_note;
+  EXPECT_NE(small_note.find(waits), std::string::npos) << small_note;
+  ASSERT_FALSE(results[0]->result.detections.empty());
+  const int inliers = results[0]->result.detections[0].inliers;
+
+  // The same scene asked for often enough that the query's searches would outlast the start.
+  matcher::SearchWork work;
+  work.queries = results[0]->result.scene_features;
+  work.corpus = results[0]->result.library_descriptors;
+  work.dim = 128;
+  const int many = static_cast<int>(
+      matcher::kGpuStartSeconds / matcher::EstimatedCpuSeconds(work, 1) * 2 + 1);
+  controller.Query(QStringList(many, scene), {});
+  ASSERT_TRUE(idle());
+  ASSERT_EQ(results.size(), 2u);
+  const std::string large_note = results[1]->backend_note;
+  EXPECT_EQ(large_note.find(waits), std::string::npos) << large_note;
+  EXPECT_EQ(large_note.rfind("backend: ", 0), 0u) << large_note;
+
+  controller.Query({scene}, {});
+  ASSERT_TRUE(idle());
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[2]->backend_note, large_note);
+  ASSERT_FALSE(results[2]->result.detections.empty());
+  EXPECT_EQ(results[2]->result.detections[0].inliers, inliers);
+
+  // Choosing the backend again (here the CPU) starts over.
+  backend.kind = matcher::BackendKind::kCpu;
+  controller.SetBackend(backend);
+  controller.Query({scene}, {});
+  ASSERT_TRUE(idle());
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(results[3]->backend_note.find("auto"), std::string::npos) << results[3]->backend_note;
+  EXPECT_EQ(results[3]->result.detections[0].inliers, inliers);
+  EXPECT_TRUE(errors.isEmpty()) << errors.join("\n").toStdString();
 }
 
 }  // namespace

@@ -540,7 +540,8 @@ void LogoView::ShowDetection(int s, int detection) {
           .arg(r.result.extract_ms, 0, 'f', 1)
           .arg(r.result.knn_ms, 0, 'f', 1)
           .arg(r.result.verify_ms, 0, 'f', 1)
-          .arg(QString::fromStdString(r.result.backend)));
+          .arg(QString::fromStdString(r.backend_note.empty() ? "backend: " + r.result.backend
+                                                             : r.backend_note)));
 }
 
 void LogoView::FitImage(QLabel* label, const QImage& image) {

@@ -365,7 +365,7 @@ struct LogoLibrary::Impl {
   std::vector<int32_t> row_logo;            // corpus row -> index into `logos`
   std::vector<int32_t> row_local;           // corpus row -> keypoint index in that logo
   std::unique_ptr<core::KnnBackend> backend;
-  BackendFactory backend_factory;  // makes `backend` on the first search where none was set
+  BackendFactory backend_factory;  // called at the next search, then dropped
   bool corpus_registered = false;  // `corpus` is registered with `backend` (SetCorpus)
 
   void AppendToCorpus(std::size_t logo_index) {
@@ -680,6 +680,7 @@ const core::Features& LogoLibrary::LogoFeatures(int64_t logo_id) const {
 
 void LogoLibrary::SetBackend(std::unique_ptr<core::KnnBackend> backend) {
   impl_->backend = std::move(backend);
+  impl_->backend_factory = nullptr;
   impl_->corpus_registered = false;
 }
 
@@ -724,10 +725,16 @@ LogoQueryResult LogoLibrary::Query(const core::Features& scene, const LogoQueryO
                            ") do not match the library's (" +
                            core::DescriptorTypeName(d.corpus.type()) + ", " +
                            std::to_string(d.corpus.dim()) + ")");
-  if (!d.backend && d.backend_factory) {
-    d.backend = d.backend_factory(SearchWorkOf(scene.descriptors, d.corpus));
-    if (!d.backend) throw std::logic_error("the backend factory made no backend");
-    d.corpus_registered = false;
+  if (d.backend_factory) {
+    const BackendFactory factory = std::move(d.backend_factory);
+    d.backend_factory = nullptr;
+    auto made = factory(SearchWorkOf(scene.descriptors, d.corpus));
+    if (made) {
+      d.backend = std::move(made);
+      d.corpus_registered = false;
+    } else if (!d.backend) {
+      throw std::logic_error("the backend factory made no backend");
+    }
   }
   core::KnnBackend& be = backend();
   r.backend = be.description();

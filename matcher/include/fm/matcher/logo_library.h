@@ -162,13 +162,16 @@ class LogoLibrary {
   // Keypoints and descriptors of one logo (throws when the id is unknown).
   const core::Features& LogoFeatures(int64_t logo_id) const;
 
-  // The kNN backend used by Query. Set once; the library keeps it (and whatever it caches)
-  // across queries. Without one, Query creates the default (kAuto) backend on first use.
+  // The kNN backend used by Query; the library keeps it (and whatever it caches) across
+  // queries. Without one, Query creates the default (kAuto) backend on first use. Drops a
+  // factory set before it.
   void SetBackend(std::unique_ptr<core::KnnBackend> backend);
-  // Where no backend was set, Query makes it with `factory` on first use, given that search's
-  // work (the scene's features against the whole library, one search): a caller that knows how
-  // many scenes will follow can choose the backend by the whole work (CreateKnnBackendFor), which
-  // it cannot before the first scene's features are known.
+  // The next search calls `factory` with its work (the scene's features against the whole
+  // library, one search), then drops it. The factory returns the backend to search with from
+  // then on, or nullptr to keep the library's (an error where it has none). A caller that knows
+  // how many scenes will follow can so choose the backend by the whole work
+  // (CreateKnnBackendFor), which it cannot before the first scene's features are known, and
+  // choose again at a later query.
   using BackendFactory = std::function<std::unique_ptr<core::KnnBackend>(const SearchWork& work)>;
   void SetBackendFactory(BackendFactory factory);
   core::KnnBackend& backend();

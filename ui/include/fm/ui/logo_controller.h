@@ -29,6 +29,8 @@ struct SceneResult {
   matcher::LogoQueryResult result;
   std::vector<QImage> logos;    // per detection: the logo image (its stored size)
   std::vector<QImage> regions;  // per detection: the scene region mapped back onto the logo
+  // "backend: ..." and, under auto, why it was chosen (CreateKnnBackendFor's note)
+  std::string backend_note;
 };
 
 class LogoController : public QObject {
