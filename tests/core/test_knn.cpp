@@ -172,6 +172,32 @@ TEST(CpuKnn, NanDistancesSortLast) {
   }
 }
 
+// More NaN distances than the row has room for past its real ones: the k-th is NaN while values
+// still come (k above the sorted-insertion limit, so the pool path), NaNs kept by lower index.
+TEST(CpuKnn, AKthThatIsNanStillTakesEveryRealDistance) {
+  auto q = RandomF32(9, 8, 31);
+  auto c = RandomF32(400, 8, 32);
+  for (int64_t i = 0; i < 400; ++i)
+    if (i % 7 != 3) c.f32()[i * 8 + 5] = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t k : {17, 64, 100, 399}) {
+    KnnParams p;
+    p.k = k;
+    const KnnResult r = CreateCpuKnnBackend()->Search(q, c, p);
+    const KnnResult want = BruteForceKnn(q, c, p);
+    for (int64_t qi = 0; qi < 9; ++qi) {
+      for (int64_t j = 0; j < std::min<int64_t>(k, 57); ++j) {  // the 57 rows without NaN first
+        EXPECT_EQ(r.index(qi, j) % 7, 3) << "k " << k << " row " << qi << " slot " << j;
+        EXPECT_FALSE(std::isnan(r.distance(qi, j)));
+        EXPECT_EQ(r.index(qi, j), want.index(qi, j)) << "k " << k << " row " << qi;
+      }
+      for (int64_t j = 57; j < k; ++j) {
+        EXPECT_TRUE(std::isnan(r.distance(qi, j)));
+        EXPECT_EQ(r.index(qi, j), want.index(qi, j)) << "k " << k << " row " << qi;
+      }
+    }
+  }
+}
+
 TEST(CpuKnn, RegisteredCorpusGivesTheSameResults) {
   auto q = RandomU8(30, 32, 21);
   auto c = RandomU8(700, 32, 22);
