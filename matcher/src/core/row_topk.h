@@ -31,7 +31,7 @@ class RowTopK {
   RowTopK(int64_t k, float* v, int64_t* ix) : k_(k), v_(v), ix_(ix) {
     if (k_ > kInsertionMaxK) {
       cap_ = std::max<int64_t>(2 * k_, k_ + 64);
-      pool_.reserve(static_cast<std::size_t>(cap_));
+      pool_.reserve(static_cast<std::size_t>(std::min<int64_t>(cap_, 256)));  // grows as needed
       for (int64_t e = 0; e < k_; ++e)
         if (ix_[e] >= 0) pool_.push_back(Entry{Key(v_[e]), v_[e], ix_[e]});
       if (static_cast<int64_t>(pool_.size()) == k_) Compact();
