@@ -18,11 +18,10 @@ struct LogoController::State {
   std::mutex backend_mutex;               // guards the two below (set from the GUI thread)
   matcher::BackendOptions backend;
   bool backend_dirty = true;
-  // Under auto (worker thread only): the library searches on a CPU backend chosen for queries
-  // that end before a GPU would have started, each query then weighed again; or the choice is
-  // settled (the GPU, or the CPU where none can be used) and kept.
-  bool auto_cpu = false;
-  bool auto_settled = false;
+  // Under auto (worker thread only): nothing chosen yet; a CPU backend chosen for queries that
+  // end before a GPU would have started, each query then weighed again; or the choice settled
+  // (the GPU, or the CPU where none can be used) and kept.
+  enum class AutoChoice { kNone, kCpuForSmall, kSettled } auto_choice = AutoChoice::kNone;
   std::string backend_note;  // how the library's backend was chosen (worker thread only)
   std::atomic<bool> cancel{false};
 };
@@ -238,23 +237,23 @@ void LogoController::Query(const QStringList& scenes, const matcher::LogoQueryOp
         s.backend_note.clear();
         s.library->SetBackend(is_auto ? nullptr
                                       : matcher::CreateKnnBackend(s.backend, &s.backend_note));
-        s.auto_cpu = s.auto_settled = false;
+        s.auto_choice = State::AutoChoice::kNone;
       }
-      if (is_auto && !s.auto_settled) {
+      if (is_auto && s.auto_choice != State::AutoChoice::kSettled) {
         // Under auto the query's backend is chosen at its first scene, by that scene's features
         // times the scenes asked for (as `featmatch logos query` does): the app stays on the
         // CPU while a query would end before a GPU had started, and once one would not, brings
         // the GPU up and keeps it for every query after it, small ones too.
         const int n = std::max<int>(1, static_cast<int>(scenes.size()));
-        const bool on_cpu = s.auto_cpu;
         s.library->SetBackendFactory(
-            [&s, n, on_cpu, options = s.backend](const matcher::SearchWork& first) {
+            [&s, n, options = s.backend](const matcher::SearchWork& first) {
               matcher::SearchWork all = first;
               all.searches = n;
               const bool small = matcher::AutoTakesTheCpuFor(options, all);
-              if (small && on_cpu) return std::unique_ptr<core::KnnBackend>();  // keep it
-              s.auto_cpu = small;
-              s.auto_settled = !small;
+              if (small && s.auto_choice == State::AutoChoice::kCpuForSmall)
+                return std::unique_ptr<core::KnnBackend>();  // keep it
+              s.auto_choice =
+                  small ? State::AutoChoice::kCpuForSmall : State::AutoChoice::kSettled;
               return matcher::CreateKnnBackendFor(options, all, &s.backend_note);
             });
       }
